@@ -1,0 +1,47 @@
+use crate::{CardId, Megabytes, NetworkStatus, StopReason};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One row of `tb_data_usage_record`: what a usage poll counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataUsageRecord {
+    pub card_id: CardId,
+    pub delta_mb: Megabytes,
+    pub month_total_mb: Megabytes,
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// What the carrier said to a stop or start (or that none was needed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayOutcome {
+    /// The carrier applied the change.
+    Ok,
+    /// No gateway call was needed (a reason change on a stopped card).
+    NotCalled,
+}
+
+str_enum!(GatewayOutcome { Ok => "ok", NotCalled => "not_called" });
+
+/// An audit row to append to `tb_card_state_log`: every stop, start and reason change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewCardStateLog {
+    pub card_id: CardId,
+    pub from_status: NetworkStatus,
+    pub to_status: NetworkStatus,
+    /// The reason after the change (`None`: resumed).
+    pub stop_reason: Option<StopReason>,
+    /// Who decided: `carddata`, `package`, `realname`, `protect`, `package_activation`,
+    /// `data_reset`, `operator`, ...
+    pub trigger: String,
+    pub gateway_outcome: GatewayOutcome,
+}
+
+/// A stored state-log row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardStateLog {
+    pub id: i64,
+    #[serde(flatten)]
+    pub entry: NewCardStateLog,
+    pub created_at: DateTime<Utc>,
+}

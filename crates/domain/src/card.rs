@@ -1,0 +1,279 @@
+use crate::{CarrierId, CardId, DeviceId, Megabytes};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Whether the carrier lets the card on the network. Stored as `0`/`1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "i16", try_from = "i16")]
+pub enum NetworkStatus {
+    Stopped = 0,
+    Online = 1,
+}
+
+impl NetworkStatus {
+    pub fn is_online(self) -> bool {
+        self == NetworkStatus::Online
+    }
+}
+
+impl From<NetworkStatus> for i16 {
+    fn from(s: NetworkStatus) -> i16 {
+        s as i16
+    }
+}
+
+impl TryFrom<i16> for NetworkStatus {
+    type Error = String;
+    fn try_from(v: i16) -> Result<Self, String> {
+        match v {
+            0 => Ok(NetworkStatus::Stopped),
+            1 => Ok(NetworkStatus::Online),
+            other => Err(format!("network_status must be 0 or 1, got {other}")),
+        }
+    }
+}
+
+/// Real-name (KYC) verification. Stored as `0`/`1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "i16", try_from = "i16")]
+pub enum RealNameStatus {
+    NotVerified = 0,
+    Verified = 1,
+}
+
+impl RealNameStatus {
+    pub fn is_verified(self) -> bool {
+        self == RealNameStatus::Verified
+    }
+}
+
+impl From<RealNameStatus> for i16 {
+    fn from(s: RealNameStatus) -> i16 {
+        s as i16
+    }
+}
+
+impl TryFrom<i16> for RealNameStatus {
+    type Error = String;
+    fn try_from(v: i16) -> Result<Self, String> {
+        match v {
+            0 => Ok(RealNameStatus::NotVerified),
+            1 => Ok(RealNameStatus::Verified),
+            other => Err(format!("real_name_status must be 0 or 1, got {other}")),
+        }
+    }
+}
+
+/// Industry (M2M) cards are exempt from real-name verification by the carriers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CardCategory {
+    Normal,
+    Industry,
+}
+
+str_enum!(CardCategory { Normal => "normal", Industry => "industry" });
+
+/// Why a card is stopped. Stored as its string; an online card has none (`''` in the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Not real-named and not an industry card.
+    NotRealname,
+    /// No valid package covers the card.
+    NoPackage,
+    /// Every valid package is used up.
+    TrafficExhausted,
+    /// Stopped by a device protect period.
+    Protect,
+    /// Stopped by an operator: automation never resumes it.
+    Manual,
+}
+
+impl StopReason {
+    pub const ALL: [StopReason; 5] = [
+        StopReason::NotRealname,
+        StopReason::NoPackage,
+        StopReason::TrafficExhausted,
+        StopReason::Protect,
+        StopReason::Manual,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StopReason::NotRealname => "not_realname",
+            StopReason::NoPackage => "no_package",
+            StopReason::TrafficExhausted => "traffic_exhausted",
+            StopReason::Protect => "protect",
+            StopReason::Manual => "manual",
+        }
+    }
+
+    /// Reasons set by the system itself; only these may be lifted by automation.
+    pub const fn is_automatic(self) -> bool {
+        !matches!(self, StopReason::Manual)
+    }
+
+    /// Parses the stored column: `''` is no reason.
+    pub fn from_column(s: &str) -> Result<Option<StopReason>, String> {
+        if s.is_empty() {
+            return Ok(None);
+        }
+        s.parse().map(Some)
+    }
+
+    /// The stored column for an optional reason.
+    pub fn to_column(reason: Option<StopReason>) -> &'static str {
+        reason.map_or("", StopReason::as_str)
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for StopReason {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        StopReason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown stop reason `{s}`"))
+    }
+}
+
+/// One SIM card (`tb_iot_card`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    pub id: CardId,
+    pub iccid: String,
+    pub msisdn: Option<String>,
+    pub carrier_id: CarrierId,
+    pub card_category: CardCategory,
+    /// Platform status code of the card's business lifecycle (owned by the platform, not
+    /// interpreted by polling; a change triggers `on_card_status_changed`).
+    pub status: i16,
+    pub real_name_status: RealNameStatus,
+    pub network_status: NetworkStatus,
+    pub stop_reason: Option<StopReason>,
+    /// The card's own switch; polling also requires its device's switch.
+    pub enable_polling: bool,
+    /// `None`: a standalone card, covered by its own packages. `Some`: covered by the device's.
+    pub device_id: Option<DeviceId>,
+    /// Lifetime usage: the sum of all deltas.
+    pub data_usage_mb: Megabytes,
+    #[serde(flatten)]
+    pub usage: MonthCounters,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// The per-month usage counters kept on a card (RULES.md, "Month rollover").
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MonthCounters {
+    /// First day of the month the counters belong to; `None` before the first poll.
+    pub current_month_start_date: Option<NaiveDate>,
+    /// Usage counted in that month.
+    pub current_month_usage_mb: Megabytes,
+    /// The last `month_total_mb` the carrier reported in that month: the delta baseline.
+    pub last_gateway_total_mb: Megabytes,
+    /// Final usage of the previous month (history).
+    pub last_month_total_mb: Megabytes,
+}
+
+impl Card {
+    /// Real-name is satisfied when verified, or for an industry card (carrier exemption).
+    pub fn real_name_satisfied(&self) -> bool {
+        self.real_name_status.is_verified() || self.card_category == CardCategory::Industry
+    }
+
+    /// The fields config matching looks at.
+    pub fn match_fields(&self) -> CardMatchFields {
+        CardMatchFields {
+            id: self.id,
+            carrier_id: self.carrier_id,
+            card_category: self.card_category,
+            real_name_status: self.real_name_status,
+            network_status: self.network_status,
+        }
+    }
+
+    /// Whether the card may be scheduled at all, given its device's switch (`None`: standalone
+    /// card, or the device row is missing).
+    pub fn polling_allowed(&self, device_enable_polling: Option<bool>) -> bool {
+        self.deleted_at.is_none() && self.enable_polling && device_enable_polling.unwrap_or(true)
+    }
+}
+
+/// The slice of a card that `match_config` reads; what the initializer streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardMatchFields {
+    pub id: CardId,
+    pub carrier_id: CarrierId,
+    pub card_category: CardCategory,
+    pub real_name_status: RealNameStatus,
+    pub network_status: NetworkStatus,
+}
+
+/// A card to insert. Usage counters start at zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewCard {
+    pub iccid: String,
+    pub msisdn: Option<String>,
+    pub carrier_id: CarrierId,
+    pub card_category: CardCategory,
+    pub status: i16,
+    pub real_name_status: RealNameStatus,
+    pub network_status: NetworkStatus,
+    pub enable_polling: bool,
+    pub device_id: Option<DeviceId>,
+}
+
+/// Filter for listing cards (API, manual trigger by filter).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CardFilter {
+    pub device_id: Option<DeviceId>,
+    pub carrier_id: Option<CarrierId>,
+    pub network_status: Option<NetworkStatus>,
+    pub card_category: Option<CardCategory>,
+    pub iccid: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reason_column_round_trip() {
+        assert_eq!(StopReason::from_column(""), Ok(None));
+        for r in StopReason::ALL {
+            assert_eq!(StopReason::from_column(r.as_str()), Ok(Some(r)));
+            assert_eq!(StopReason::to_column(Some(r)), r.as_str());
+        }
+        assert!(StopReason::from_column("bogus").is_err());
+        assert!(!StopReason::Manual.is_automatic());
+        assert!(StopReason::Protect.is_automatic());
+    }
+
+    #[test]
+    fn shard_routing_is_modulo() {
+        assert_eq!(CardId(1000).shard(16), 8);
+        assert_eq!(CardId(15).shard(16), 15);
+        assert_eq!(CardId(16).shard(16), 0);
+    }
+
+    #[test]
+    fn statuses_serialize_as_integers() {
+        assert_eq!(serde_json::to_string(&NetworkStatus::Online).ok().as_deref(), Some("1"));
+        assert_eq!(
+            serde_json::from_str::<RealNameStatus>("0").ok(),
+            Some(RealNameStatus::NotVerified)
+        );
+        assert!(serde_json::from_str::<NetworkStatus>("2").is_err());
+    }
+}

@@ -1,0 +1,309 @@
+use crate::{CardId, DeviceId, Megabytes, PackageId, PackageUsageId};
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// How a package's usage counter is reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResetCycle {
+    None,
+    Monthly,
+}
+
+/// Life of a bought package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackageStatus {
+    /// Bought, not yet in force (queued, or waiting for real-name).
+    Pending,
+    Active,
+    Expired,
+    Cancelled,
+}
+
+
+
+str_enum!(ResetCycle { None => "none", Monthly => "monthly" });
+str_enum!(PackageStatus {
+    Pending => "pending",
+    Active => "active",
+    Expired => "expired",
+    Cancelled => "cancelled",
+});
+
+/// A product that can be sold (`tb_package`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Package {
+    pub id: PackageId,
+    pub name: String,
+    /// `None`: unlimited.
+    pub data_limit_mb: Option<Megabytes>,
+    /// Virtual megabytes charged per real megabyte (>= 1).
+    pub virtual_ratio: Decimal,
+    pub duration_days: i32,
+    pub reset_cycle: ResetCycle,
+}
+
+/// A product to create.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewPackage {
+    pub name: String,
+    pub data_limit_mb: Option<Megabytes>,
+    pub virtual_ratio: Decimal,
+    pub duration_days: i32,
+    pub reset_cycle: ResetCycle,
+}
+
+/// Who a bought package covers: exactly one of a card or a device (the database enforces it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "id")]
+pub enum PackageOwner {
+    Card(CardId),
+    Device(DeviceId),
+}
+
+impl PackageOwner {
+    /// The owner whose packages cover a card: its device when bound (seed bug 1), else itself.
+    pub fn covering(card_id: CardId, device_id: Option<DeviceId>) -> PackageOwner {
+        match device_id {
+            Some(d) => PackageOwner::Device(d),
+            None => PackageOwner::Card(card_id),
+        }
+    }
+}
+
+/// A package bought for a card or a device (`tb_package_usage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackageUsage {
+    pub id: PackageUsageId,
+    pub owner: PackageOwner,
+    pub package_id: Option<PackageId>,
+    /// The carrier's identifier, when the carrier reports this package.
+    pub external_id: Option<String>,
+    pub status: PackageStatus,
+    /// `None`: unlimited.
+    pub data_limit_mb: Option<Megabytes>,
+    pub virtual_ratio: Decimal,
+    /// Virtual megabytes used.
+    pub used_mb: Megabytes,
+    /// Stays pending until the card's first real-name verification.
+    pub activate_on_realname: bool,
+    pub activated_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub reset_cycle: ResetCycle,
+    pub next_reset_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl PackageUsage {
+    /// Valid: active and `activated_at <= now < expires_at` (a missing bound is open).
+    pub fn is_valid_at(&self, now: DateTime<Utc>) -> bool {
+        self.status == PackageStatus::Active
+            && self.activated_at.is_none_or(|a| a <= now)
+            && self.expires_at.is_none_or(|e| now < e)
+    }
+
+    /// Exhausted: `used_mb >= data_limit_mb`; an unlimited package never is.
+    pub fn is_exhausted(&self) -> bool {
+        self.data_limit_mb.is_some_and(|limit| self.used_mb >= limit)
+    }
+
+    /// Room left in real megabytes (`None`: unlimited).
+    pub fn room_real_mb(&self) -> Option<Megabytes> {
+        let ratio = effective_ratio(self.virtual_ratio);
+        self.data_limit_mb
+            .map(|limit| ((limit - self.used_mb) / ratio).max(Decimal::ZERO))
+    }
+}
+
+/// A ratio below 1 (bad data) is treated as 1 so that deduction never divides by zero.
+fn effective_ratio(r: Decimal) -> Decimal {
+    if r < Decimal::ONE { Decimal::ONE } else { r }
+}
+
+/// A package bought for a card or device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewPackageUsage {
+    pub owner: PackageOwner,
+    pub package_id: Option<PackageId>,
+    pub external_id: Option<String>,
+    pub status: PackageStatus,
+    pub data_limit_mb: Option<Megabytes>,
+    pub virtual_ratio: Decimal,
+    pub used_mb: Megabytes,
+    pub activate_on_realname: bool,
+    pub activated_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub reset_cycle: ResetCycle,
+    pub next_reset_at: Option<DateTime<Utc>>,
+}
+
+/// The carrier's view of one package, as the package poll reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarrierPackage {
+    pub external_id: String,
+    pub status: PackageStatus,
+    pub used_mb: Megabytes,
+    pub limit_mb: Option<Megabytes>,
+    pub activated_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// One step of a deduction: add `add_virtual_mb` to package `id`'s `used_mb`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeductionStep {
+    pub id: PackageUsageId,
+    pub add_virtual_mb: Megabytes,
+    pub real_mb: Megabytes,
+}
+
+/// Plans `deduct_data_usage` (RULES.md): valid packages ordered by `expires_at` then `id`; each
+/// takes `min(room, remaining)` real MB, charged at its ratio; what is left after the last
+/// package lands on the last one (overage is recorded, not dropped). An unlimited package takes
+/// everything. Returns no step when no package is valid or the delta is not positive.
+pub fn plan_deduction(
+    packages: &[PackageUsage],
+    delta_real_mb: Megabytes,
+    now: DateTime<Utc>,
+) -> Vec<DeductionStep> {
+    if delta_real_mb <= Decimal::ZERO {
+        return Vec::new();
+    }
+    let mut valid: Vec<&PackageUsage> = packages.iter().filter(|p| p.is_valid_at(now)).collect();
+    valid.sort_by_key(|p| (p.expires_at.is_none(), p.expires_at, p.id));
+    let mut steps: Vec<DeductionStep> = Vec::new();
+    let mut remaining = delta_real_mb;
+    for p in &valid {
+        if remaining <= Decimal::ZERO {
+            break;
+        }
+        let take = match p.room_real_mb() {
+            None => remaining,
+            Some(room) => room.min(remaining),
+        };
+        if take > Decimal::ZERO {
+            steps.push(DeductionStep {
+                id: p.id,
+                add_virtual_mb: take * effective_ratio(p.virtual_ratio),
+                real_mb: take,
+            });
+            remaining -= take;
+        }
+    }
+    if remaining > Decimal::ZERO
+        && let Some(last) = valid.last()
+    {
+        let ratio = effective_ratio(last.virtual_ratio);
+        match steps.last_mut().filter(|s| s.id == last.id) {
+            Some(step) => {
+                step.add_virtual_mb += remaining * ratio;
+                step.real_mb += remaining;
+            }
+            None => steps.push(DeductionStep {
+                id: last.id,
+                add_virtual_mb: remaining * ratio,
+                real_mb: remaining,
+            }),
+        }
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, TimeZone};
+    use rust_decimal_macros::dec;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 4, 2, 0, 0, 0).single().unwrap_or_default()
+    }
+
+    fn pkg(id: i64, limit: Option<Decimal>, ratio: Decimal, used: Decimal, days: i64) -> PackageUsage {
+        PackageUsage {
+            id: PackageUsageId(id),
+            owner: PackageOwner::Card(CardId(1)),
+            package_id: None,
+            external_id: None,
+            status: PackageStatus::Active,
+            data_limit_mb: limit,
+            virtual_ratio: ratio,
+            used_mb: used,
+            activate_on_realname: false,
+            activated_at: Some(now() - Duration::days(1)),
+            expires_at: Some(now() + Duration::days(days)),
+            reset_cycle: ResetCycle::None,
+            next_reset_at: None,
+            created_at: now() - Duration::days(1),
+        }
+    }
+
+    #[test]
+    fn validity_window_is_half_open() {
+        let mut p = pkg(1, Some(dec!(100)), dec!(1), dec!(0), 1);
+        assert!(p.is_valid_at(now()));
+        p.expires_at = Some(now());
+        assert!(!p.is_valid_at(now()), "expires_at is exclusive");
+        p.expires_at = None;
+        p.activated_at = Some(now() + Duration::seconds(1));
+        assert!(!p.is_valid_at(now()), "a future package is not valid yet");
+        p.activated_at = Some(now());
+        p.status = PackageStatus::Pending;
+        assert!(!p.is_valid_at(now()));
+    }
+
+    #[test]
+    fn exhaustion_uses_virtual_megabytes() {
+        assert!(pkg(1, Some(dec!(100)), dec!(1.25), dec!(100), 1).is_exhausted());
+        assert!(!pkg(1, Some(dec!(100)), dec!(1.25), dec!(99.99), 1).is_exhausted());
+        assert!(!pkg(1, None, dec!(1), dec!(1000000), 1).is_exhausted());
+    }
+
+    #[test]
+    fn deduction_consumes_in_expiry_order_and_puts_overage_on_the_last() {
+        // Expires later but lower id: must come second.
+        let a = pkg(1, Some(dec!(100)), dec!(1.0), dec!(90), 10);
+        // Expires first: 50 virtual left at ratio 1.25 = 40 real.
+        let b = pkg(2, Some(dec!(100)), dec!(1.25), dec!(50), 5);
+        let steps = plan_deduction(&[a, b], dec!(60), now());
+        assert_eq!(
+            steps,
+            vec![
+                DeductionStep { id: PackageUsageId(2), add_virtual_mb: dec!(50.00), real_mb: dec!(40) },
+                DeductionStep { id: PackageUsageId(1), add_virtual_mb: dec!(20.0), real_mb: dec!(20) },
+            ]
+        );
+        let total: Decimal = steps.iter().map(|s| s.real_mb).sum();
+        assert_eq!(total, dec!(60));
+    }
+
+    #[test]
+    fn overage_lands_on_the_last_package() {
+        let a = pkg(1, Some(dec!(10)), dec!(1), dec!(0), 1);
+        let b = pkg(2, Some(dec!(10)), dec!(2), dec!(0), 2);
+        let steps = plan_deduction(&[a, b], dec!(30), now());
+        // a takes 10; b has room 5 real; the last 15 real land on b too.
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[1].real_mb, dec!(20));
+        assert_eq!(steps[1].add_virtual_mb, dec!(40));
+        assert_eq!(steps.iter().map(|s| s.real_mb).sum::<Decimal>(), dec!(30));
+    }
+
+    #[test]
+    fn unlimited_takes_everything_and_nothing_valid_means_no_step() {
+        let u = pkg(3, None, dec!(1), dec!(0), 1);
+        let steps = plan_deduction(std::slice::from_ref(&u), dec!(7), now());
+        assert_eq!(steps, vec![DeductionStep { id: PackageUsageId(3), add_virtual_mb: dec!(7), real_mb: dec!(7) }]);
+        let mut expired = u;
+        expired.status = PackageStatus::Expired;
+        assert!(plan_deduction(&[expired], dec!(7), now()).is_empty());
+        assert!(plan_deduction(&[], dec!(0), now()).is_empty());
+    }
+
+    #[test]
+    fn covering_owner_follows_the_binding() {
+        assert_eq!(PackageOwner::covering(CardId(5), Some(DeviceId(9))), PackageOwner::Device(DeviceId(9)));
+        assert_eq!(PackageOwner::covering(CardId(5), None), PackageOwner::Card(CardId(5)));
+    }
+}

@@ -1,0 +1,25 @@
+use std::time::Duration;
+
+/// Could not consult the shared budget (Redis down, script error).
+#[derive(Debug, thiserror::Error)]
+#[error("rate limiter unavailable: {0}")]
+pub struct RateLimitError(pub String);
+
+/// A budget of calls per second shared by every process of the deployment (the carrier's quota
+/// is per account, not per node). Implemented over Redis in `polling-queue` (GCRA); consumed by
+/// the gateway client, which only knows this trait.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait RateLimiter: Send + Sync {
+    /// Reserve one call against `bucket` at `per_second`.
+    ///
+    /// `Some(wait)`: a slot is reserved; the caller makes its call after `wait` (zero: now).
+    /// `None`: the next free slot is further away than `max_wait`; nothing was reserved and the
+    /// caller should report the call as throttled.
+    async fn reserve(
+        &self,
+        bucket: &str,
+        per_second: u32,
+        max_wait: Duration,
+    ) -> Result<Option<Duration>, RateLimitError>;
+}

@@ -1,0 +1,266 @@
+//! The store traits: the only way library crates reach PostgreSQL. One trait per aggregate;
+//! `store` implements them over sea-orm, tests mock them with `mockall` (feature `mock`).
+//!
+//! Reads of a card by id ignore soft-deleted rows. Writes that span tables (usage + deduction,
+//! state change + audit row) are one transaction behind one method, so no caller can half-apply
+//! them.
+
+use crate::{
+    AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole, Card,
+    CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, CleanupConfig,
+    CleanupConfigId, CleanupConfigInput, CleanupLog, DeductionStep, Device, DeviceId,
+    ManualTriggerLog, Megabytes, NewCard, NewCardStateLog, NewDevice, NewPackage,
+    NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage, PollingConfig,
+    PollingConfigId, PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
+};
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A page request: `page` from 1, `page_size` 1..=500.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page {
+    pub page: u32,
+    pub page_size: u32,
+}
+
+impl Page {
+    pub const MAX_SIZE: u32 = 500;
+
+    pub fn new(page: u32, page_size: u32) -> Self {
+        Page { page: page.max(1), page_size: page_size.clamp(1, Self::MAX_SIZE) }
+    }
+
+    pub fn offset(&self) -> u64 {
+        u64::from(self.page.saturating_sub(1)) * u64::from(self.page_size)
+    }
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page { page: 1, page_size: 20 }
+    }
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paged<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+    pub page: u32,
+    pub page_size: u32,
+}
+
+/// Cards: `tb_iot_card`, with its audit table `tb_card_state_log` and usage history
+/// `tb_data_usage_record`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait CardStore: Send + Sync {
+    async fn get(&self, id: CardId) -> StoreResult<Option<Card>>;
+    async fn get_many(&self, ids: &[CardId]) -> StoreResult<Vec<Card>>;
+    async fn insert(&self, card: &NewCard) -> StoreResult<Card>;
+    /// Inserts many cards in one statement per chunk (100,000 rows take about a second);
+    /// returns their ids in input order. All or nothing.
+    async fn insert_bulk(&self, cards: &[NewCard]) -> StoreResult<Vec<CardId>>;
+    async fn list(&self, filter: &CardFilter, page: Page) -> StoreResult<Paged<Card>>;
+    /// Ids of live cards matching the filter, by id after `after` (keyset), at most `limit`.
+    async fn list_ids(
+        &self,
+        filter: &CardFilter,
+        after: Option<CardId>,
+        limit: u32,
+    ) -> StoreResult<Vec<CardId>>;
+    /// Keyset page of cards whose polling is enabled on the card and on its device (if any),
+    /// ordered by id, strictly after `after`. Never OFFSET.
+    async fn page_polling_enabled(
+        &self,
+        after: Option<CardId>,
+        limit: u32,
+    ) -> StoreResult<Vec<CardMatchFields>>;
+    /// Live cards bound to any of these devices.
+    async fn ids_of_devices(&self, devices: &[DeviceId]) -> StoreResult<Vec<CardId>>;
+    async fn count(&self) -> StoreResult<u64>;
+    async fn count_polling_enabled(&self) -> StoreResult<u64>;
+
+    /// Writes the real-name status; returns whether it changed.
+    async fn set_real_name(&self, id: CardId, status: RealNameStatus) -> StoreResult<bool>;
+    async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card>;
+    async fn set_status(&self, id: CardId, status: i16) -> StoreResult<Card>;
+    /// Binds the card to a device, or unbinds it (`None`).
+    async fn set_device(&self, id: CardId, device: Option<DeviceId>) -> StoreResult<Card>;
+    /// Soft-deletes; returns whether a live card was deleted.
+    async fn soft_delete(&self, id: CardId) -> StoreResult<bool>;
+
+    /// Applies a stop, start or reason change and appends its audit row, in one transaction:
+    /// `network_status = to_status`, `stop_reason = entry.stop_reason`.
+    async fn record_state_change(&self, entry: &NewCardStateLog) -> StoreResult<()>;
+    async fn state_log(&self, id: CardId, page: Page) -> StoreResult<Paged<CardStateLog>>;
+
+    /// One usage poll, in one transaction: the card's month counters and lifetime usage, a
+    /// `tb_data_usage_record` row (when the delta is positive or the month rolled over) and the
+    /// deduction of the delta from the valid packages of `owner` (RULES.md). Returns the
+    /// deduction steps taken.
+    async fn record_usage(
+        &self,
+        id: CardId,
+        update: &UsageUpdate,
+        month_total_mb: Megabytes,
+        owner: PackageOwner,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<DeductionStep>>;
+}
+
+/// Devices: `tb_device`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait DeviceStore: Send + Sync {
+    async fn get(&self, id: DeviceId) -> StoreResult<Option<Device>>;
+    async fn insert(&self, device: &NewDevice) -> StoreResult<Device>;
+    /// Inserts many devices; returns their ids in input order.
+    async fn insert_bulk(&self, devices: &[NewDevice]) -> StoreResult<Vec<DeviceId>>;
+    /// `enable_polling` of each live device among `ids` (missing ids are absent).
+    async fn enable_polling_of(&self, ids: &[DeviceId]) -> StoreResult<HashMap<DeviceId, bool>>;
+    async fn set_enable_polling(&self, id: DeviceId, enabled: bool) -> StoreResult<Device>;
+    /// Soft-deletes the device and unbinds its cards, in one transaction.
+    async fn soft_delete(&self, id: DeviceId) -> StoreResult<bool>;
+}
+
+/// Packages: products (`tb_package`) and bought packages (`tb_package_usage`).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait PackageStore: Send + Sync {
+    async fn create_package(&self, package: &NewPackage) -> StoreResult<Package>;
+    async fn get_package(&self, id: PackageId) -> StoreResult<Option<Package>>;
+    async fn create_usage(&self, usage: &NewPackageUsage) -> StoreResult<PackageUsage>;
+    /// Inserts many bought packages in one statement per chunk.
+    async fn create_usages_bulk(&self, usages: &[NewPackageUsage]) -> StoreResult<u64>;
+    /// Every bought package of the owner, any status.
+    async fn usages_of(&self, owner: PackageOwner) -> StoreResult<Vec<PackageUsage>>;
+    /// Deducts real megabytes from the owner's valid packages (RULES.md), one transaction.
+    async fn deduct_data_usage(
+        &self,
+        owner: PackageOwner,
+        delta_real_mb: Megabytes,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<DeductionStep>>;
+    /// Writes the carrier's view of the owner's packages, matched by `external_id` (insert
+    /// the unknown ones). Returns the number of rows written.
+    async fn upsert_carrier_packages(
+        &self,
+        owner: PackageOwner,
+        packages: &[CarrierPackage],
+    ) -> StoreResult<u64>;
+    /// First real-name: the owner's `pending` packages with `activate_on_realname` become
+    /// active from `now`. Returns how many.
+    async fn activate_on_realname(&self, owner: PackageOwner, now: DateTime<Utc>)
+    -> StoreResult<u64>;
+    /// Expiry and activation (one batch): active packages with `expires_at <= now` become
+    /// expired; each owner then left without a valid package gets its next `pending` package
+    /// (purchase order, not waiting for real-name) activated from `now`. Returns every owner
+    /// touched.
+    async fn expire_and_activate(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>>;
+    /// Monthly reset (one batch): `used_mb = 0`, `next_reset_at += 1 month` for due packages.
+    /// Returns the owners touched.
+    async fn reset_monthly(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>>;
+}
+
+/// Polling configs: `tb_polling_config`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait PollingConfigStore: Send + Sync {
+    /// Every config, enabled or not.
+    async fn list_all(&self) -> StoreResult<Vec<PollingConfig>>;
+    async fn get(&self, id: PollingConfigId) -> StoreResult<Option<PollingConfig>>;
+    async fn insert(&self, input: &PollingConfigInput) -> StoreResult<PollingConfig>;
+    async fn update(
+        &self,
+        id: PollingConfigId,
+        input: &PollingConfigInput,
+    ) -> StoreResult<PollingConfig>;
+    async fn delete(&self, id: PollingConfigId) -> StoreResult<bool>;
+    async fn set_enabled(&self, id: PollingConfigId, enabled: bool) -> StoreResult<PollingConfig>;
+}
+
+/// Alert rules and their history.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait AlertStore: Send + Sync {
+    async fn list_rules(&self, page: Page) -> StoreResult<Paged<AlertRule>>;
+    async fn enabled_rules(&self) -> StoreResult<Vec<AlertRule>>;
+    async fn get_rule(&self, id: AlertRuleId) -> StoreResult<Option<AlertRule>>;
+    async fn insert_rule(&self, rule: &AlertRuleInput) -> StoreResult<AlertRule>;
+    async fn update_rule(&self, id: AlertRuleId, rule: &AlertRuleInput) -> StoreResult<AlertRule>;
+    async fn delete_rule(&self, id: AlertRuleId) -> StoreResult<bool>;
+    async fn record_firing(
+        &self,
+        rule: AlertRuleId,
+        value: Decimal,
+        notified: bool,
+    ) -> StoreResult<AlertHistory>;
+    /// Marks the rule's open firing (if any) resolved.
+    async fn resolve(&self, rule: AlertRuleId, at: DateTime<Utc>) -> StoreResult<u64>;
+    async fn history(
+        &self,
+        rule: Option<AlertRuleId>,
+        page: Page,
+    ) -> StoreResult<Paged<AlertHistory>>;
+}
+
+/// Data cleanup configs, their runs, and the deletions themselves.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait CleanupStore: Send + Sync {
+    async fn list_configs(&self, page: Page) -> StoreResult<Paged<CleanupConfig>>;
+    async fn get_config(&self, id: CleanupConfigId) -> StoreResult<Option<CleanupConfig>>;
+    async fn insert_config(&self, config: &CleanupConfigInput) -> StoreResult<CleanupConfig>;
+    async fn update_config(
+        &self,
+        id: CleanupConfigId,
+        config: &CleanupConfigInput,
+    ) -> StoreResult<CleanupConfig>;
+    async fn delete_config(&self, id: CleanupConfigId) -> StoreResult<bool>;
+    /// Rows of `table` older than `cutoff` (a cleanable table only).
+    async fn count_older_than(&self, table: &str, cutoff: DateTime<Utc>) -> StoreResult<u64>;
+    /// Deletes at most `batch` rows of `table` older than `cutoff`; returns how many.
+    async fn delete_older_than(
+        &self,
+        table: &str,
+        cutoff: DateTime<Utc>,
+        batch: u32,
+    ) -> StoreResult<u64>;
+    async fn start_log(&self, table: &str) -> StoreResult<CleanupLog>;
+    async fn finish_log(
+        &self,
+        id: i64,
+        rows_deleted: i64,
+        error: Option<String>,
+    ) -> StoreResult<()>;
+    async fn logs(&self, page: Page) -> StoreResult<Paged<CleanupLog>>;
+}
+
+/// The manual trigger audit log.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait ManualTriggerLogStore: Send + Sync {
+    async fn append(
+        &self,
+        who: &str,
+        scope: &serde_json::Value,
+        task_types: &[TaskType],
+        count: i64,
+    ) -> StoreResult<ManualTriggerLog>;
+    async fn list(&self, page: Page) -> StoreResult<Paged<ManualTriggerLog>>;
+}
+
+/// API keys (hashes only).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait ApiKeyStore: Send + Sync {
+    async fn insert(&self, name: &str, role: ApiKeyRole, key_hash: &str) -> StoreResult<ApiKey>;
+    /// The live (not revoked) key with this hash; touches `last_used_at`.
+    async fn authenticate(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
+    async fn revoke(&self, id: ApiKeyId) -> StoreResult<bool>;
+}
