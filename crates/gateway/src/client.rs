@@ -1,0 +1,338 @@
+//! [`HttpGateway`]: the protocol over one pooled HTTP client.
+
+use crate::protocol::{CardRequest, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer, parse_month};
+use crate::{CallKind, CarrierGateway, GatewayError};
+use async_trait::async_trait;
+use domain::{CarrierPackage, MonthUsage, NetworkStatus, RateLimiter, RealNameStatus};
+use rand::Rng;
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::{debug, warn};
+
+/// How `stop` and `start` retry. Queries never retry: their caller reschedules the card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries in all, the first included (3: one call and two retries).
+    pub attempts: u32,
+    /// Back-off before the first retry; doubles each time, with jitter.
+    pub base_delay: Duration,
+    /// Cap of the exponential back-off.
+    pub max_delay: Duration,
+    /// A `Retry-After` up to this is waited for; a longer one ends the retries at once (the
+    /// carrier asks us to come back much later: the caller reschedules instead).
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 3,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(2),
+            max_retry_after: Duration::from_secs(5),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The back-off before retry number `retry` (1 = the first retry): `base * 2^(retry-1)`
+    /// capped at `max_delay`, then a uniform draw in its upper half so that callers failed by
+    /// the same incident do not come back in lockstep.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32.checked_shl(retry.saturating_sub(1)).unwrap_or(u32::MAX))
+            .min(self.max_delay);
+        let ms = u64::try_from(exp.as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(rand::rng().random_range(ms / 2..=ms))
+    }
+}
+
+/// Settings of the client; `CMP_GATEWAY_URL`, `CMP_GATEWAY_TIMEOUT_MS` and
+/// `CMP_GATEWAY_RATE_LIMIT` fill the first three (the `settings` crate reads them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// E.g. `http://127.0.0.1:7070`; the `/v1/cards/*` paths are appended.
+    pub base_url: String,
+    /// Bound of every HTTP request, connect to last body byte (default 5 s).
+    pub timeout: Duration,
+    /// Calls per second shared by the whole cluster for `rate_limit_bucket`; 0 = no limit.
+    pub rate_limit_per_sec: u32,
+    /// The carrier account the budget belongs to (`polling:ratelimit:gateway:{bucket}`).
+    pub rate_limit_bucket: String,
+    /// Longest wait for a rate-limit slot; beyond it the call reports `Throttled` at once.
+    pub max_rate_wait: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl GatewayConfig {
+    /// The defaults of `CONTRACT.md` for a gateway at `base_url`.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            timeout: Duration::from_millis(5000),
+            rate_limit_per_sec: 0,
+            rate_limit_bucket: "default".to_owned(),
+            max_rate_wait: Duration::from_secs(2),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The carrier gateway over HTTP/1.1 with keep-alive. Cheap to clone: clones share one
+/// connection pool, so build one per process (or per carrier) and hand out `Arc`s or clones.
+#[derive(Clone)]
+pub struct HttpGateway {
+    client: reqwest::Client,
+    base: Arc<str>,
+    config: Arc<GatewayConfig>,
+    limiter: Option<Arc<dyn RateLimiter>>,
+}
+
+impl std::fmt::Debug for HttpGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpGateway")
+            .field("config", &self.config)
+            .field("limiter", &self.limiter.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpGateway {
+    /// Builds the pooled client. `limiter`: the cluster-wide budget (Redis GCRA in production);
+    /// `None` or `rate_limit_per_sec == 0` calls without one.
+    pub fn new(
+        config: GatewayConfig,
+        limiter: Option<Arc<dyn RateLimiter>>,
+    ) -> Result<Self, GatewayError> {
+        let client = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(2)))
+            // Connections stay warm between polls: a handler pool reuses them all day.
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true)
+            .tcp_keepalive(Duration::from_secs(30))
+            .no_proxy()
+            .build()
+            .map_err(|e| GatewayError::Transport(error_chain(&e)))?;
+        Ok(Self {
+            client,
+            base: config.base_url.trim_end_matches('/').into(),
+            config: Arc::new(config),
+            limiter,
+        })
+    }
+
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    /// One protocol call: a single try for queries, up to `retry.attempts` for commands.
+    async fn call<T: DeserializeOwned>(&self, kind: CallKind, iccid: &str) -> Result<T, GatewayError> {
+        let attempts = if kind.is_command() { self.config.retry.attempts.max(1) } else { 1 };
+        let mut tried = 1;
+        loop {
+            let err = match self.attempt(kind, iccid).await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            if tried >= attempts || !err.is_retryable() {
+                return Err(err);
+            }
+            let delay = match &err {
+                GatewayError::Throttled { retry_after: Some(after) } => {
+                    if *after > self.config.retry.max_retry_after {
+                        return Err(err);
+                    }
+                    *after
+                }
+                _ => self.config.retry.backoff(tried),
+            };
+            warn!(call = %kind, iccid, attempt = tried, error = %err, delay_ms = delay.as_millis() as u64, "gateway call failed, retrying");
+            tokio::time::sleep(delay).await;
+            tried += 1;
+        }
+    }
+
+    /// One HTTP request, after its rate-limit slot; records the metrics.
+    async fn attempt<T: DeserializeOwned>(&self, kind: CallKind, iccid: &str) -> Result<T, GatewayError> {
+        if let Err(e) = self.wait_for_slot(kind).await {
+            record(kind, "rate_limited", None);
+            return Err(e);
+        }
+        let started = Instant::now();
+        let result = tokio::time::timeout(self.config.timeout, self.request(kind, iccid))
+            .await
+            .unwrap_or(Err(GatewayError::Timeout));
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.outcome(),
+        };
+        record(kind, outcome, Some(started.elapsed()));
+        debug!(call = %kind, iccid, outcome, elapsed_ms = started.elapsed().as_millis() as u64, "gateway call");
+        result
+    }
+
+    /// Takes a slot of the shared budget. Fails open: when the limiter itself cannot answer
+    /// (Redis down), the call goes ahead. The carrier still enforces its quota with 429s, which
+    /// we handle; failing closed would turn a Redis blip into a halt of every poll and every
+    /// stop/start in the cluster.
+    async fn wait_for_slot(&self, kind: CallKind) -> Result<(), GatewayError> {
+        let (Some(limiter), rate) = (&self.limiter, self.config.rate_limit_per_sec) else {
+            return Ok(());
+        };
+        if rate == 0 {
+            return Ok(());
+        }
+        match limiter
+            .reserve(&self.config.rate_limit_bucket, rate, self.config.max_rate_wait)
+            .await
+        {
+            Ok(Some(wait)) => {
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+                Ok(())
+            }
+            Ok(None) => Err(GatewayError::Throttled { retry_after: None }),
+            Err(e) => {
+                warn!(call = %kind, bucket = %self.config.rate_limit_bucket, error = %e, "rate limiter unavailable, calling without it");
+                Ok(())
+            }
+        }
+    }
+
+    async fn request<T: DeserializeOwned>(&self, kind: CallKind, iccid: &str) -> Result<T, GatewayError> {
+        let url = format!("{}{}", self.base, kind.path());
+        let resp = self
+            .client
+            .post(url)
+            .json(&CardRequest { iccid: iccid.to_owned() })
+            .send()
+            .await
+            .map_err(from_reqwest)?;
+        let status = resp.status();
+        let retry_after = retry_after(&resp);
+        let body = resp.bytes().await.map_err(from_reqwest)?;
+        if status.is_success() {
+            return serde_json::from_slice(&body).map_err(|e| GatewayError::Decode(e.to_string()));
+        }
+        Err(match status {
+            StatusCode::NOT_FOUND => GatewayError::NotFound,
+            StatusCode::TOO_MANY_REQUESTS => GatewayError::Throttled { retry_after },
+            _ => GatewayError::Carrier {
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
+            },
+        })
+    }
+}
+
+fn record(kind: CallKind, outcome: &'static str, elapsed: Option<Duration>) {
+    metrics::counter!("cmp_gateway_requests_total", "call" => kind.as_str(), "outcome" => outcome)
+        .increment(1);
+    if let Some(d) = elapsed {
+        metrics::histogram!("cmp_gateway_request_duration_seconds", "call" => kind.as_str())
+            .record(d.as_secs_f64());
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not used by carriers we know; ignored).
+fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    resp.headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+fn from_reqwest(e: reqwest::Error) -> GatewayError {
+    if e.is_timeout() {
+        GatewayError::Timeout
+    } else if e.is_decode() {
+        GatewayError::Decode(error_chain(&e))
+    } else {
+        GatewayError::Transport(error_chain(&e))
+    }
+}
+
+/// The error and its causes on one line: reqwest's own message hides the interesting part.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn check_iccid(kind: CallKind, asked: &str, answered: &str) -> Result<(), GatewayError> {
+    if asked == answered {
+        Ok(())
+    } else {
+        Err(GatewayError::Decode(format!(
+            "{kind} answer is for iccid {answered}, asked {asked}"
+        )))
+    }
+}
+
+#[async_trait]
+impl CarrierGateway for HttpGateway {
+    async fn realname(&self, iccid: &str) -> Result<RealNameStatus, GatewayError> {
+        let a: RealNameAnswer = self.call(CallKind::Realname, iccid).await?;
+        check_iccid(CallKind::Realname, iccid, &a.iccid)?;
+        Ok(a.real_name_status)
+    }
+
+    async fn usage(&self, iccid: &str) -> Result<MonthUsage, GatewayError> {
+        let a: UsageAnswer = self.call(CallKind::Usage, iccid).await?;
+        check_iccid(CallKind::Usage, iccid, &a.iccid)?;
+        let month = parse_month(&a.month)
+            .ok_or_else(|| GatewayError::Decode(format!("bad month `{}`", a.month)))?;
+        Ok(MonthUsage { month, month_total_mb: a.month_total_mb })
+    }
+
+    async fn packages(&self, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError> {
+        let a: PackagesAnswer = self.call(CallKind::Packages, iccid).await?;
+        check_iccid(CallKind::Packages, iccid, &a.iccid)?;
+        Ok(a.packages)
+    }
+
+    async fn stop(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        let a: NetworkAnswer = self.call(CallKind::Stop, iccid).await?;
+        check_iccid(CallKind::Stop, iccid, &a.iccid)?;
+        Ok(a.network_status)
+    }
+
+    async fn start(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        let a: NetworkAnswer = self.call(CallKind::Start, iccid).await?;
+        check_iccid(CallKind::Start, iccid, &a.iccid)?;
+        Ok(a.network_status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let p = RetryPolicy::default();
+        for _ in 0..50 {
+            let first = p.backoff(1);
+            assert!(first >= Duration::from_millis(100) && first <= Duration::from_millis(200));
+            let second = p.backoff(2);
+            assert!(second >= Duration::from_millis(200) && second <= Duration::from_millis(400));
+            let far = p.backoff(40);
+            assert!(far >= Duration::from_secs(1) && far <= Duration::from_secs(2));
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The carrier gateway, seen from the polling core.
+//!
+//! Owns the [`CarrierGateway`] trait every handler calls, its HTTP implementation
+//! [`HttpGateway`] (one pooled client, a timeout on every call, retries for `stop`/`start`, the
+//! cluster-wide rate limit through [`domain::RateLimiter`]) and [`sim`], the in-memory carrier
+//! (`gateway-sim`) that tests, benchmarks and the demo run against.
+//!
+//! It speaks the wire protocol of `CONTRACT.md` ("Carrier gateway protocol") and nothing else:
+//! no Redis, no database, no crate of ours but `domain`. Callers decide what to do from
+//! [`GatewayError`]'s kind, never from a message.
+
+mod client;
+mod error;
+pub mod protocol;
+pub mod sim;
+
+pub use client::{GatewayConfig, HttpGateway, RetryPolicy};
+pub use error::GatewayError;
+
+#[cfg(any(test, feature = "mock"))]
+pub use gateway_trait::MockCarrierGateway;
+pub use gateway_trait::{CallKind, CarrierGateway};
+
+mod gateway_trait {
+    use crate::GatewayError;
+    use domain::{CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus};
+
+    /// What the polling core asks the carrier. One implementation speaks HTTP
+    /// ([`crate::HttpGateway`]); tests use the mock or the simulator.
+    #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+    #[async_trait::async_trait]
+    pub trait CarrierGateway: Send + Sync {
+        /// The card's real-name (KYC) status.
+        async fn realname(&self, iccid: &str) -> Result<RealNameStatus, GatewayError>;
+        /// The card's data usage of the carrier's current month.
+        async fn usage(&self, iccid: &str) -> Result<MonthUsage, GatewayError>;
+        /// The packages the carrier knows for the card.
+        async fn packages(&self, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError>;
+        /// Suspends the card's network service; answers the status after the call.
+        async fn stop(&self, iccid: &str) -> Result<NetworkStatus, GatewayError>;
+        /// Resumes the card's network service; answers the status after the call.
+        async fn start(&self, iccid: &str) -> Result<NetworkStatus, GatewayError>;
+    }
+
+    /// The five calls of the protocol; the `call` label of the metrics and the sim's stats.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum CallKind {
+        Realname,
+        Usage,
+        Packages,
+        Stop,
+        Start,
+    }
+
+    impl CallKind {
+        pub const ALL: [CallKind; 5] = [
+            CallKind::Realname,
+            CallKind::Usage,
+            CallKind::Packages,
+            CallKind::Stop,
+            CallKind::Start,
+        ];
+
+        /// The wire name: the last segment of `/v1/cards/{name}` and the metrics label.
+        pub const fn as_str(self) -> &'static str {
+            match self {
+                CallKind::Realname => "realname",
+                CallKind::Usage => "usage",
+                CallKind::Packages => "packages",
+                CallKind::Stop => "stop",
+                CallKind::Start => "start",
+            }
+        }
+
+        /// The request path of the call.
+        pub const fn path(self) -> &'static str {
+            match self {
+                CallKind::Realname => "/v1/cards/realname",
+                CallKind::Usage => "/v1/cards/usage",
+                CallKind::Packages => "/v1/cards/packages",
+                CallKind::Stop => "/v1/cards/stop",
+                CallKind::Start => "/v1/cards/start",
+            }
+        }
+
+        /// Stop and start change the card; the others only read.
+        pub const fn is_command(self) -> bool {
+            matches!(self, CallKind::Stop | CallKind::Start)
+        }
+
+        pub(crate) const fn index(self) -> usize {
+            self as usize
+        }
+    }
+
+    impl std::fmt::Display for CallKind {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.as_str())
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The simulator's HTTP surface: the protocol and the control API. Bad input gets a 4xx with a
+//! JSON `{error}` body, never a panic.
+
+use super::faults::{Roll, Script, ScriptStep};
+use super::fleet::{SimCardPatch, SimCardSpec, month_string};
+use super::stats::Outcome;
+use super::{FaultsPatch, MAX_CARDS_PER_CALL, SimState, wall_second};
+use crate::CallKind;
+use crate::protocol::{CardRequest, ErrorBody, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use tracing::{trace, warn};
+
+/// Room for 100,000 cards with a package each.
+const CARDS_BODY_LIMIT: usize = 256 * 1024 * 1024;
+
+pub(super) fn router(state: SimState) -> Router {
+    let mut r = Router::new();
+    for kind in CallKind::ALL {
+        r = r.route(
+            kind.path(),
+            post(move |s: State<SimState>, body: Result<Json<CardRequest>, JsonRejection>| {
+                protocol(s, kind, body)
+            }),
+        );
+    }
+    r.route("/sim/cards", post(post_cards).layer(DefaultBodyLimit::max(CARDS_BODY_LIMIT)))
+        .route("/sim/cards/{iccid}", get(get_card).patch(patch_card))
+        .route("/sim/faults", put(put_faults).get(get_faults))
+        .route("/sim/script", put(put_script))
+        .route("/sim/stats", get(get_stats))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route".to_owned()) })
+        .with_state(state)
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(ErrorBody { error: message })).into_response()
+}
+
+fn rejection(r: JsonRejection) -> Response {
+    error(r.status(), r.body_text())
+}
+
+fn throttled(secs: u64, message: &str) -> Response {
+    let mut resp = error(StatusCode::TOO_MANY_REQUESTS, message.to_owned());
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    resp
+}
+
+/// Answers one protocol request, faults first (see the module doc for the order).
+async fn protocol(
+    State(st): State<SimState>,
+    kind: CallKind,
+    body: Result<Json<CardRequest>, JsonRejection>,
+) -> Response {
+    st.0.stats.arrived(kind, wall_second());
+    let (outcome, resp) = answer(&st, kind, body).await;
+    st.0.stats.ended(outcome);
+    trace!(call = %kind, outcome = outcome.as_str(), "sim request");
+    resp
+}
+
+async fn answer(
+    st: &SimState,
+    kind: CallKind,
+    body: Result<Json<CardRequest>, JsonRejection>,
+) -> (Outcome, Response) {
+    let iccid = match body {
+        Ok(Json(r)) => r.iccid,
+        Err(r) => return (Outcome::BadRequest, rejection(r)),
+    };
+    let faults = &st.0.faults;
+    if kind.is_command() {
+        st.0.fleet.count_command(&iccid, kind);
+    }
+    if let Some(step) = faults.next_scripted(kind) {
+        return match step {
+            ScriptStep::Hang(_) => hang(st).await,
+            ScriptStep::Status(429) => (Outcome::Throttled, throttled(faults.retry_after_secs(), "scripted throttle")),
+            ScriptStep::Status(code) => {
+                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                let outcome = if status == StatusCode::NOT_FOUND { Outcome::NotFound } else { Outcome::Error };
+                (outcome, error(status, format!("scripted failure {code}")))
+            }
+        };
+    }
+    if !faults.within_quota(wall_second()) {
+        return (Outcome::OverQuota, throttled(1, "quota exceeded"));
+    }
+    let latency = faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if faults.roll(Roll::Timeout) {
+        return hang(st).await;
+    }
+    if faults.roll(Roll::Throttle) {
+        return (Outcome::Throttled, throttled(faults.retry_after_secs(), "throttled"));
+    }
+    if faults.roll(Roll::Error) {
+        return (Outcome::Error, error(StatusCode::SERVICE_UNAVAILABLE, "carrier unavailable".to_owned()));
+    }
+    let fleet = &st.0.fleet;
+    let found = match kind {
+        CallKind::Realname => fleet
+            .realname(&iccid)
+            .map(|s| Json(RealNameAnswer { iccid: iccid.clone(), real_name_status: s }).into_response()),
+        CallKind::Usage => fleet.usage(&iccid, st.current_month()).map(|(m, total)| {
+            Json(UsageAnswer { iccid: iccid.clone(), month: month_string(m), month_total_mb: total }).into_response()
+        }),
+        CallKind::Packages => fleet
+            .packages(&iccid)
+            .map(|p| Json(PackagesAnswer { iccid: iccid.clone(), packages: p }).into_response()),
+        CallKind::Stop | CallKind::Start => fleet
+            .set_network(&iccid, kind)
+            .map(|s| Json(NetworkAnswer { iccid: iccid.clone(), network_status: s }).into_response()),
+    };
+    match found {
+        Some(resp) => (Outcome::Ok, resp),
+        None => (Outcome::NotFound, error(StatusCode::NOT_FOUND, format!("unknown card {iccid}"))),
+    }
+}
+
+/// An injected timeout: holds the request (not the server) until `hang_ms` or shutdown.
+async fn hang(st: &SimState) -> (Outcome, Response) {
+    tokio::select! {
+        () = tokio::time::sleep(st.0.faults.hang()) => {}
+        () = st.0.cancel.cancelled() => {}
+    }
+    (Outcome::Timeout, error(StatusCode::GATEWAY_TIMEOUT, "injected timeout".to_owned()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CardsBody {
+    cards: Vec<SimCardSpec>,
+}
+
+#[derive(Debug, Serialize)]
+struct Upserted {
+    upserted: usize,
+    cards: usize,
+}
+
+async fn post_cards(State(st): State<SimState>, body: Result<Json<CardsBody>, JsonRejection>) -> Response {
+    let cards = match body {
+        Ok(Json(b)) => b.cards,
+        Err(r) => return rejection(r),
+    };
+    if cards.len() > MAX_CARDS_PER_CALL {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("at most {MAX_CARDS_PER_CALL} cards a call, got {}", cards.len()),
+        );
+    }
+    // A batch of 100,000 takes tens of milliseconds: keep it off the request threads.
+    let worker = st.clone();
+    match tokio::task::spawn_blocking(move || worker.upsert_cards(cards)).await {
+        Ok(Ok(n)) => Json(Upserted { upserted: n, cards: st.card_count() }).into_response(),
+        Ok(Err(e)) => error(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => {
+            warn!(error = %e, "card upsert task failed");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "card upsert failed".to_owned())
+        }
+    }
+}
+
+async fn get_card(State(st): State<SimState>, Path(iccid): Path<String>) -> Response {
+    match st.card(&iccid) {
+        Some(v) => Json(v).into_response(),
+        None => error(StatusCode::NOT_FOUND, format!("unknown card {iccid}")),
+    }
+}
+
+async fn patch_card(
+    State(st): State<SimState>,
+    Path(iccid): Path<String>,
+    body: Result<Json<SimCardPatch>, JsonRejection>,
+) -> Response {
+    let patch = match body {
+        Ok(Json(p)) => p,
+        Err(r) => return rejection(r),
+    };
+    match st.patch_card(&iccid, patch) {
+        Ok(Some(v)) => Json(v).into_response(),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("unknown card {iccid}")),
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, e),
+    }
+}
+
+async fn put_faults(State(st): State<SimState>, body: Result<Json<FaultsPatch>, JsonRejection>) -> Response {
+    let patch = match body {
+        Ok(Json(p)) => p,
+        Err(r) => return rejection(r),
+    };
+    match st.set_faults(patch) {
+        Ok(f) => Json(f).into_response(),
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, e),
+    }
+}
+
+async fn get_faults(State(st): State<SimState>) -> Response {
+    Json(st.faults()).into_response()
+}
+
+#[derive(Debug, Serialize)]
+struct ScriptAnswer {
+    pending: usize,
+}
+
+async fn put_script(State(st): State<SimState>, body: Result<Json<Script>, JsonRejection>) -> Response {
+    let script = match body {
+        Ok(Json(s)) => s,
+        Err(r) => return rejection(r),
+    };
+    let bad = script.fail_next.iter().find_map(|s| match s {
+        ScriptStep::Status(c) if !(400..=599).contains(c) => Some(*c),
+        _ => None,
+    });
+    if let Some(code) = bad {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, format!("fail_next holds {code}: a status must be 400..=599"));
+    }
+    Json(ScriptAnswer { pending: st.set_script(script) }).into_response()
+}
+
+async fn get_stats(State(st): State<SimState>) -> Response {
+    Json(st.stats()).into_response()
+}
