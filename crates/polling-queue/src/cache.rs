@@ -1,0 +1,81 @@
+//! The card snapshot cache at `polling:card:{id}`: JSON, TTL 300 s, refreshed on every hit.
+
+use crate::{Keys, QueueError, RedisKey};
+use domain::{Card, CardId};
+use fred::prelude::*;
+use fred::types::{CustomCommand, Expiration};
+use std::time::Duration;
+
+/// Card snapshots in Redis, so a poll does not read PostgreSQL for every card.
+#[derive(Debug, Clone)]
+pub struct CardCache {
+    pool: Pool,
+    keys: Keys,
+    ttl: Duration,
+}
+
+impl CardCache {
+    /// The contract's TTL.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+
+    pub fn new(pool: Pool, keys: Keys) -> Self {
+        Self::with_ttl(pool, keys, Self::DEFAULT_TTL)
+    }
+
+    pub fn with_ttl(pool: Pool, keys: Keys, ttl: Duration) -> Self {
+        Self { pool, keys, ttl }
+    }
+
+    fn ttl_secs(&self) -> i64 {
+        self.ttl.as_secs().max(1) as i64
+    }
+
+    /// The cached card, its TTL restarted (GETEX EX). A snapshot that no longer decodes is
+    /// dropped and reported as a miss.
+    pub async fn get(&self, card: CardId) -> Result<Option<Card>, QueueError> {
+        let key = self.keys.render(&RedisKey::Card { card });
+        let cmd = CustomCommand::new_static("GETEX", fred::types::ClusterHash::FirstKey, false);
+        let raw: Option<String> = self
+            .pool
+            .custom(
+                cmd,
+                vec![key.clone(), "EX".into(), self.ttl_secs().to_string()],
+            )
+            .await?;
+        let Some(raw) = raw else { return Ok(None) };
+        match serde_json::from_str(&raw) {
+            Ok(c) => Ok(Some(c)),
+            Err(error) => {
+                tracing::warn!(card_id = card.get(), %error, "dropping undecodable card cache entry");
+                self.invalidate(card).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Stores `card` for the TTL.
+    pub async fn set(&self, card: &Card) -> Result<(), QueueError> {
+        let key = self.keys.render(&RedisKey::Card { card: card.id });
+        let json = serde_json::to_string(card)?;
+        let _: () = self
+            .pool
+            .set(
+                key,
+                json,
+                Some(Expiration::EX(self.ttl_secs())),
+                None,
+                false,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Drops the snapshot (the card changed or was deleted). Idempotent.
+    pub async fn invalidate(&self, card: CardId) -> Result<(), QueueError> {
+        let _: i64 = self
+            .pool
+            .del(self.keys.render(&RedisKey::Card { card }))
+            .await?;
+        Ok(())
+    }
+}

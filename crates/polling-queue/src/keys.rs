@@ -1,0 +1,189 @@
+//! Every Redis key and channel of the polling core (CONTRACT.md, "Redis keys"), typed.
+//!
+//! A key is described by a [`RedisKey`] and turned into its wire name by [`Keys::render`], the
+//! only place in the workspace where a `polling:*` name is spelled out. [`Keys`] carries the
+//! deployment prefix: empty in production, unique per test so that tests sharing one Redis
+//! never see each other's keys.
+
+use domain::{CardId, DeviceId, TaskType};
+use std::fmt::Write as _;
+
+/// One Redis key (or pub/sub channel) of the contract.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RedisKey {
+    /// `polling:shard:{shard}:queue:{type}`: zset, member = card id, score = next check (unix s).
+    ShardQueue { shard: u32, task: TaskType },
+    /// `polling:manual:{type}`: list of card ids pushed by operators, drained first.
+    Manual { task: TaskType },
+    /// `polling:card:{card_id}`: JSON snapshot of the card, TTL 300 s, sliding on hit.
+    Card { card: CardId },
+    /// `polling:protect:stop:{device_id}`: the device is in a stop protect period.
+    ProtectStop { device: DeviceId },
+    /// `polling:protect:start:{device_id}`: the device is in a start protect period.
+    ProtectStart { device: DeviceId },
+    /// `polling:configs`: hash config id -> JSON, TTL 24 h (config manager).
+    Configs,
+    /// `polling:configs:changed`: pub/sub channel announcing a config change.
+    ConfigsChanged,
+    /// `polling:concurrency:{type}`: zset of semaphore holders, token -> lease expiry.
+    Concurrency { task: TaskType },
+    /// `polling:concurrency:max:{type}`: string, the max concurrent tasks of that type.
+    ConcurrencyMax { task: TaskType },
+    /// `polling:init:progress`: hash written by the initializer.
+    InitProgress,
+    /// `polling:stats:{type}`: hash of task counters.
+    Stats { task: TaskType },
+    /// `polling:lock:card:{card_id}`: per-card evaluation lock of the stop/resume service.
+    CardLock { card: CardId },
+    /// `polling:lease:{job}`: which node runs a singleton job.
+    Lease { job: String },
+    /// `polling:ratelimit:gateway:{bucket}`: GCRA state of a gateway budget (one per carrier).
+    RateLimit { bucket: String },
+}
+
+/// Renders [`RedisKey`]s with the deployment prefix.
+///
+/// Cheap to clone; every component of this crate holds one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keys {
+    /// Prepended verbatim to every key; empty in production.
+    prefix: String,
+}
+
+impl Keys {
+    /// Keys under `prefix` (e.g. `"t1767225600_3fa2:"` in a test, `""` in production).
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// The prefix every rendered key starts with.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The wire name of `key`, e.g. `polling:shard:8:queue:carddata`.
+    pub fn render(&self, key: &RedisKey) -> String {
+        let mut s = String::with_capacity(self.prefix.len() + 40);
+        s.push_str(&self.prefix);
+        s.push_str("polling:");
+        // Writing into a String cannot fail.
+        let _ = match key {
+            RedisKey::ShardQueue { shard, task } => write!(s, "shard:{shard}:queue:{task}"),
+            RedisKey::Manual { task } => write!(s, "manual:{task}"),
+            RedisKey::Card { card } => write!(s, "card:{card}"),
+            RedisKey::ProtectStop { device } => write!(s, "protect:stop:{device}"),
+            RedisKey::ProtectStart { device } => write!(s, "protect:start:{device}"),
+            RedisKey::Configs => write!(s, "configs"),
+            RedisKey::ConfigsChanged => write!(s, "configs:changed"),
+            RedisKey::Concurrency { task } => write!(s, "concurrency:{task}"),
+            RedisKey::ConcurrencyMax { task } => write!(s, "concurrency:max:{task}"),
+            RedisKey::InitProgress => write!(s, "init:progress"),
+            RedisKey::Stats { task } => write!(s, "stats:{task}"),
+            RedisKey::CardLock { card } => write!(s, "lock:card:{card}"),
+            RedisKey::Lease { job } => write!(s, "lease:{job}"),
+            RedisKey::RateLimit { bucket } => write!(s, "ratelimit:gateway:{bucket}"),
+        };
+        s
+    }
+
+    /// Shorthand for the queue of `task` on `shard`.
+    pub fn shard_queue(&self, shard: u32, task: TaskType) -> String {
+        self.render(&RedisKey::ShardQueue { shard, task })
+    }
+
+    /// The queue keys of every task type on every shard (`4 x shard_count` keys).
+    pub fn all_shard_queues(&self, shard_count: u32) -> Vec<String> {
+        TaskType::ALL
+            .into_iter()
+            .flat_map(|task| (0..shard_count).map(move |shard| (shard, task)))
+            .map(|(shard, task)| self.shard_queue(shard, task))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_contract_key() {
+        let k = Keys::default();
+        let cases = [
+            (
+                RedisKey::ShardQueue {
+                    shard: 8,
+                    task: TaskType::Carddata,
+                },
+                "polling:shard:8:queue:carddata",
+            ),
+            (
+                RedisKey::Manual {
+                    task: TaskType::Realname,
+                },
+                "polling:manual:realname",
+            ),
+            (RedisKey::Card { card: CardId(42) }, "polling:card:42"),
+            (
+                RedisKey::ProtectStop {
+                    device: DeviceId(7),
+                },
+                "polling:protect:stop:7",
+            ),
+            (
+                RedisKey::ProtectStart {
+                    device: DeviceId(7),
+                },
+                "polling:protect:start:7",
+            ),
+            (RedisKey::Configs, "polling:configs"),
+            (RedisKey::ConfigsChanged, "polling:configs:changed"),
+            (
+                RedisKey::Concurrency {
+                    task: TaskType::Package,
+                },
+                "polling:concurrency:package",
+            ),
+            (
+                RedisKey::ConcurrencyMax {
+                    task: TaskType::Protect,
+                },
+                "polling:concurrency:max:protect",
+            ),
+            (RedisKey::InitProgress, "polling:init:progress"),
+            (
+                RedisKey::Stats {
+                    task: TaskType::Carddata,
+                },
+                "polling:stats:carddata",
+            ),
+            (
+                RedisKey::CardLock { card: CardId(5) },
+                "polling:lock:card:5",
+            ),
+            (
+                RedisKey::Lease {
+                    job: "initializer".into(),
+                },
+                "polling:lease:initializer",
+            ),
+            (
+                RedisKey::RateLimit { bucket: "3".into() },
+                "polling:ratelimit:gateway:3",
+            ),
+        ];
+        for (key, want) in cases {
+            assert_eq!(k.render(&key), want);
+            assert_eq!(Keys::new("t1_ab:").render(&key), format!("t1_ab:{want}"));
+        }
+    }
+
+    #[test]
+    fn all_shard_queues_covers_four_types_times_shards() {
+        let all = Keys::default().all_shard_queues(16);
+        assert_eq!(all.len(), 64);
+        assert!(all.contains(&"polling:shard:15:queue:protect".to_owned()));
+    }
+}

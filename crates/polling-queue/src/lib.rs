@@ -1,0 +1,42 @@
+//! Every `polling:*` Redis key of the polling core, and the operations on them.
+//!
+//! This crate owns:
+//! - the key layout ([`RedisKey`], rendered by [`Keys`] with the deployment prefix): no other
+//!   crate spells a `polling:*` name;
+//! - the sharded queues and manual lists ([`PollingQueueManager`]), with the lease-based dequeue;
+//! - the cluster-wide concurrency semaphore ([`ConcurrencySemaphore`]);
+//! - the card cache ([`CardCache`]), device protect periods ([`ProtectKeys`]), singleton leases
+//!   ([`SingletonLease`]), per-card locks ([`CardLock`]), task counters ([`TaskCounters`]);
+//! - the shared gateway budget ([`RedisRateLimiter`], implementing [`domain::RateLimiter`]).
+//!
+//! It must not touch PostgreSQL (no store, no sea-orm), the gateway or the scheduler: it is
+//! Redis and nothing else, so the API process can use it without the worker's machinery.
+//! Every Lua script touches exactly one key, so the layout runs unchanged on Redis Cluster.
+
+mod cache;
+mod card_lock;
+mod depth;
+mod error;
+pub mod keys;
+mod lease;
+mod manual;
+mod protect;
+mod queue_manager;
+mod ratelimit;
+mod score;
+mod scripts;
+mod semaphore;
+mod stats;
+mod token_lock;
+
+pub use cache::CardCache;
+pub use card_lock::{CardLock, CardLockToken};
+pub use error::QueueError;
+pub use keys::{Keys, RedisKey};
+pub use lease::{LeaseToken, SingletonLease};
+pub use protect::{ProtectKeys, ProtectState};
+pub use queue_manager::{PollingQueueManager, QueueSettings};
+pub use ratelimit::RedisRateLimiter;
+pub use score::to_score;
+pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
+pub use stats::{HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

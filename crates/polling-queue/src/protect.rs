@@ -1,0 +1,94 @@
+//! Device protect periods: `polling:protect:stop:{device}` / `polling:protect:start:{device}`.
+//!
+//! A device is in at most one protect period: setting one deletes the other. The key expires
+//! with the period.
+
+use crate::{Keys, QueueError, RedisKey};
+use domain::DeviceId;
+use fred::prelude::*;
+use fred::types::Expiration;
+use std::time::Duration;
+
+/// Which protect periods a device is in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProtectState {
+    /// The device was stopped: its cards must stay stopped until the period ends.
+    pub stop: bool,
+    /// The device was started: its cards must stay online until the period ends.
+    pub start: bool,
+}
+
+/// The protect-period keys.
+#[derive(Debug, Clone)]
+pub struct ProtectKeys {
+    pool: Pool,
+    keys: Keys,
+}
+
+impl ProtectKeys {
+    pub fn new(pool: Pool, keys: Keys) -> Self {
+        Self { pool, keys }
+    }
+
+    /// Starts a stop protect period of `ttl`, ending any start period.
+    pub async fn set_stop(&self, device: DeviceId, ttl: Duration) -> Result<(), QueueError> {
+        self.set(
+            RedisKey::ProtectStop { device },
+            RedisKey::ProtectStart { device },
+            ttl,
+        )
+        .await
+    }
+
+    /// Starts a start protect period of `ttl`, ending any stop period.
+    pub async fn set_start(&self, device: DeviceId, ttl: Duration) -> Result<(), QueueError> {
+        self.set(
+            RedisKey::ProtectStart { device },
+            RedisKey::ProtectStop { device },
+            ttl,
+        )
+        .await
+    }
+
+    async fn set(&self, on: RedisKey, off: RedisKey, ttl: Duration) -> Result<(), QueueError> {
+        // Two keys may live on two cluster nodes: a pipeline, not MULTI. The delete goes first,
+        // so a reader never sees both set.
+        let pipe = self.pool.next().pipeline();
+        let _: () = pipe.del(self.keys.render(&off)).await?;
+        let px = Expiration::PX(ttl.as_millis().max(1) as i64);
+        let _: () = pipe
+            .set(self.keys.render(&on), 1, Some(px), None, false)
+            .await?;
+        let _: Vec<fred::types::Value> = pipe.all().await?;
+        Ok(())
+    }
+
+    /// Which periods `device` is in now.
+    pub async fn protect_state(&self, device: DeviceId) -> Result<ProtectState, QueueError> {
+        let pipe = self.pool.next().pipeline();
+        let _: () = pipe
+            .exists(self.keys.render(&RedisKey::ProtectStop { device }))
+            .await?;
+        let _: () = pipe
+            .exists(self.keys.render(&RedisKey::ProtectStart { device }))
+            .await?;
+        let (stop, start): (i64, i64) = pipe.all().await?;
+        Ok(ProtectState {
+            stop: stop > 0,
+            start: start > 0,
+        })
+    }
+
+    /// Ends both periods. Idempotent.
+    pub async fn clear(&self, device: DeviceId) -> Result<(), QueueError> {
+        let pipe = self.pool.next().pipeline();
+        let _: () = pipe
+            .del(self.keys.render(&RedisKey::ProtectStop { device }))
+            .await?;
+        let _: () = pipe
+            .del(self.keys.render(&RedisKey::ProtectStart { device }))
+            .await?;
+        let _: Vec<fred::types::Value> = pipe.all().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,199 @@
+//! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
+
+use crate::score::{group_by_shard, parse_members, secs, to_score};
+use crate::{Keys, QueueError, RedisKey, scripts};
+use chrono::{DateTime, Utc};
+use domain::{CardId, Clock, TaskType};
+use fred::prelude::*;
+use fred::types::{SetOptions, Value};
+use std::{sync::Arc, time::Duration};
+
+/// Members per ZADD/ZREM command in batch operations (keeps each command small).
+const CHUNK: usize = 1_000;
+
+/// Fixed per deployment: both processes must use the same values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSettings {
+    /// Number of shards per task type; a card lives on shard `card_id % shard_count`.
+    pub shard_count: u32,
+    /// How long a dequeued card stays invisible before it comes due again by itself.
+    pub lease: Duration,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        Self {
+            shard_count: 16,
+            lease: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The queues: sorted sets `polling:shard:{shard}:queue:{type}` and lists `polling:manual:{type}`
+/// (manual lists in `manual.rs`, monitoring reads in `depth.rs`).
+///
+/// Shared by the API and the worker; needs nothing but Redis. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PollingQueueManager {
+    pub(crate) pool: Pool,
+    pub(crate) keys: Keys,
+    pub(crate) settings: QueueSettings,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl PollingQueueManager {
+    pub fn new(pool: Pool, keys: Keys, mut settings: QueueSettings, clock: Arc<dyn Clock>) -> Self {
+        settings.shard_count = settings.shard_count.max(1);
+        Self {
+            pool,
+            keys,
+            settings,
+            clock,
+        }
+    }
+
+    pub fn settings(&self) -> QueueSettings {
+        self.settings
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The shard `card` is routed to.
+    pub fn shard_of(&self, card: CardId) -> u32 {
+        card.shard(self.settings.shard_count)
+    }
+
+    /// Takes up to `batch` due cards (score <= now, oldest first) of one shard and leases them:
+    /// they stay queued with score `now + lease`, so a crashed worker loses nothing.
+    pub async fn dequeue_ready(
+        &self,
+        shard: u32,
+        task: TaskType,
+        batch: usize,
+    ) -> Result<Vec<CardId>, QueueError> {
+        if batch == 0 {
+            return Ok(Vec::new());
+        }
+        let key = self.keys.shard_queue(shard, task);
+        let now = to_score(self.clock.now());
+        let args = vec![
+            Value::from(now),
+            Value::from(batch as i64),
+            Value::from(now + secs(self.settings.lease)),
+        ];
+        let members: Vec<String> =
+            scripts::eval(&scripts::DEQUEUE, &self.pool, key.clone(), args).await?;
+        parse_members(&key, members)
+    }
+
+    /// Puts `card` in the queue at `next_check_at` whether or not it is there (lifecycle).
+    pub async fn requeue(
+        &self,
+        card: CardId,
+        task: TaskType,
+        next_check_at: DateTime<Utc>,
+    ) -> Result<(), QueueError> {
+        self.zadd(task, &[(card, next_check_at)], None).await
+    }
+
+    /// Moves `card` to `next_check_at` only if it is still queued (`ZADD XX`, handlers): a card
+    /// removed meanwhile is not resurrected.
+    pub async fn reschedule(
+        &self,
+        card: CardId,
+        task: TaskType,
+        next_check_at: DateTime<Utc>,
+    ) -> Result<(), QueueError> {
+        self.zadd(task, &[(card, next_check_at)], Some(SetOptions::XX))
+            .await
+    }
+
+    /// [`requeue`](Self::requeue) for many cards, pipelined in one round trip.
+    pub async fn requeue_many(
+        &self,
+        task: TaskType,
+        entries: &[(CardId, DateTime<Utc>)],
+    ) -> Result<(), QueueError> {
+        self.zadd(task, entries, None).await
+    }
+
+    /// [`reschedule`](Self::reschedule) for many cards, pipelined in one round trip.
+    pub async fn reschedule_many(
+        &self,
+        task: TaskType,
+        entries: &[(CardId, DateTime<Utc>)],
+    ) -> Result<(), QueueError> {
+        self.zadd(task, entries, Some(SetOptions::XX)).await
+    }
+
+    async fn zadd(
+        &self,
+        task: TaskType,
+        entries: &[(CardId, DateTime<Utc>)],
+        opt: Option<SetOptions>,
+    ) -> Result<(), QueueError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let pipe = self.pool.next().pipeline();
+        for (shard, members) in group_by_shard(entries, self.settings.shard_count) {
+            let key = self.keys.shard_queue(shard, task);
+            for chunk in members.chunks(CHUNK) {
+                let (k, o) = (key.as_str(), opt.clone());
+                let _: () = pipe.zadd(k, o, None, false, false, chunk.to_vec()).await?;
+            }
+        }
+        let _: Vec<Value> = pipe.all().await?;
+        Ok(())
+    }
+
+    /// Removes `card` from every queue (4 task types x every shard) in one round trip.
+    /// Idempotent: removing a card that is not queued succeeds.
+    pub async fn remove_from_all_queues(&self, card: CardId) -> Result<(), QueueError> {
+        self.remove(&[card], false).await
+    }
+
+    /// [`remove_from_all_queues`](Self::remove_from_all_queues) for many cards at once.
+    pub async fn remove_many_from_all_queues(&self, cards: &[CardId]) -> Result<(), QueueError> {
+        self.remove(cards, false).await
+    }
+
+    /// A card was deleted: out of every queue, and its cached snapshot dropped. Idempotent, so
+    /// the API and the worker may both call it.
+    pub async fn on_card_deleted(&self, card: CardId) -> Result<(), QueueError> {
+        self.remove(&[card], true).await
+    }
+
+    async fn remove(&self, cards: &[CardId], drop_cache: bool) -> Result<(), QueueError> {
+        if cards.is_empty() {
+            return Ok(());
+        }
+        let members: Vec<String> = cards.iter().map(CardId::to_string).collect();
+        let pipe = self.pool.next().pipeline();
+        for key in self.keys.all_shard_queues(self.settings.shard_count) {
+            for chunk in members.chunks(CHUNK) {
+                let _: () = pipe.zrem(key.as_str(), chunk.to_vec()).await?;
+            }
+        }
+        if drop_cache {
+            for &card in cards {
+                let _: () = pipe.del(self.keys.render(&RedisKey::Card { card })).await?;
+            }
+        }
+        let _: Vec<Value> = pipe.all().await?;
+        Ok(())
+    }
+
+    /// The score (unix seconds) of `card` in the queue of `task`, if queued. For tests and ops.
+    pub async fn score_of(&self, card: CardId, task: TaskType) -> Result<Option<f64>, QueueError> {
+        Ok(self
+            .pool
+            .zscore(
+                self.keys.shard_queue(self.shard_of(card), task),
+                card.to_string(),
+            )
+            .await?)
+    }
+}

@@ -1,0 +1,35 @@
+//! The Lua scripts, one `.lua` file each, and the only way to run them.
+//!
+//! Every script touches exactly one key (`KEYS[1]`) so the layout runs unchanged on Redis
+//! Cluster; [`eval`] takes a single key to keep it that way.
+
+use fred::clients::Pool;
+use fred::types::scripts::Script;
+use fred::types::{FromValue, Value};
+use std::sync::LazyLock;
+
+/// Takes due members of one queue and re-scores them to the lease deadline.
+pub(crate) static DEQUEUE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/dequeue.lua")));
+/// Drops expired semaphore holders, then adds a holder if there is room.
+pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/semaphore_acquire.lua")));
+/// Deletes a key only when it still holds the caller's token.
+pub(crate) static COMPARE_DELETE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/compare_delete.lua")));
+/// Extends a key's TTL only when it still holds the caller's token.
+pub(crate) static COMPARE_PEXPIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/compare_pexpire.lua")));
+/// GCRA reservation against Redis `TIME`.
+pub(crate) static GCRA: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/gcra.lua")));
+
+/// Runs `script` on `key` (EVALSHA, loading the script on NOSCRIPT).
+pub(crate) async fn eval<R: FromValue>(
+    script: &Script,
+    pool: &Pool,
+    key: String,
+    args: Vec<Value>,
+) -> Result<R, fred::error::Error> {
+    script.evalsha_with_reload(pool.next(), key, args).await
+}

@@ -1,0 +1,139 @@
+//! Task counters `polling:stats:{type}`: a hash of totals plus one field per hour and outcome.
+//!
+//! Fields: `success`, `failure`, `requeued_full`, `duration_ms_sum`, and
+//! `hour:{YYYYMMDDHH}:{outcome}` (UTC hour) for the dashboard's recent history.
+
+use crate::{Keys, QueueError, RedisKey};
+use domain::{Clock, TaskType};
+use fred::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::{sync::Arc, time::Duration};
+
+/// How one task run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskOutcome {
+    /// Polled and handled.
+    Success,
+    /// Failed (gateway error, timeout, store error); rescheduled at the retry interval.
+    Failure,
+    /// The concurrency pool was full; rescheduled for now without polling.
+    RequeuedFull,
+}
+
+impl TaskOutcome {
+    /// The hash field name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaskOutcome::Success => "success",
+            TaskOutcome::Failure => "failure",
+            TaskOutcome::RequeuedFull => "requeued_full",
+        }
+    }
+}
+
+/// Counts of one hour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HourlyCounts {
+    pub success: u64,
+    pub failure: u64,
+    pub requeued_full: u64,
+}
+
+/// The counters of one task type.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    pub success: u64,
+    pub failure: u64,
+    pub requeued_full: u64,
+    /// Sum of the durations of every recorded run, milliseconds.
+    pub duration_ms_sum: u64,
+    /// Per UTC hour, keyed `YYYYMMDDHH`.
+    pub hourly: BTreeMap<String, HourlyCounts>,
+}
+
+impl TaskStats {
+    /// Mean duration of a recorded run, milliseconds (0 when nothing was recorded).
+    pub fn mean_duration_ms(&self) -> f64 {
+        let runs = self.success + self.failure + self.requeued_full;
+        if runs == 0 {
+            0.0
+        } else {
+            self.duration_ms_sum as f64 / runs as f64
+        }
+    }
+}
+
+/// Writes and reads the task counters.
+#[derive(Debug, Clone)]
+pub struct TaskCounters {
+    pool: Pool,
+    keys: Keys,
+    clock: Arc<dyn Clock>,
+}
+
+impl TaskCounters {
+    pub fn new(pool: Pool, keys: Keys, clock: Arc<dyn Clock>) -> Self {
+        Self { pool, keys, clock }
+    }
+
+    /// Counts one run of `task` (one round trip).
+    pub async fn record(
+        &self,
+        task: TaskType,
+        outcome: TaskOutcome,
+        duration: Duration,
+    ) -> Result<(), QueueError> {
+        let key = self.keys.render(&RedisKey::Stats { task });
+        let hour = self.clock.now().format("%Y%m%d%H");
+        let ms = duration.as_millis().min(i64::MAX as u128) as i64;
+        let pipe = self.pool.next().pipeline();
+        let _: () = pipe.hincrby(key.as_str(), outcome.as_str(), 1).await?;
+        let _: () = pipe.hincrby(key.as_str(), "duration_ms_sum", ms).await?;
+        let _: () = pipe
+            .hincrby(key.as_str(), format!("hour:{hour}:{}", outcome.as_str()), 1)
+            .await?;
+        let _: Vec<i64> = pipe.all().await?;
+        Ok(())
+    }
+
+    /// The counters of `task`.
+    pub async fn read(&self, task: TaskType) -> Result<TaskStats, QueueError> {
+        let key = self.keys.render(&RedisKey::Stats { task });
+        let fields: HashMap<String, String> = self.pool.hgetall(key.as_str()).await?;
+        let mut stats = TaskStats::default();
+        for (field, raw) in fields {
+            let n: u64 = raw.parse().map_err(|e| QueueError::Corrupt {
+                key: key.clone(),
+                detail: format!("field {field} = `{raw}`: {e}"),
+            })?;
+            let mut parts = field.splitn(3, ':');
+            let slot = match (parts.next(), parts.next(), parts.next()) {
+                (Some("hour"), Some(h), Some(outcome)) => {
+                    let counts = stats.hourly.entry(h.to_owned()).or_default();
+                    match outcome {
+                        "success" => &mut counts.success,
+                        "failure" => &mut counts.failure,
+                        "requeued_full" => &mut counts.requeued_full,
+                        _ => continue,
+                    }
+                }
+                (Some("success"), None, _) => &mut stats.success,
+                (Some("failure"), None, _) => &mut stats.failure,
+                (Some("requeued_full"), None, _) => &mut stats.requeued_full,
+                (Some("duration_ms_sum"), None, _) => &mut stats.duration_ms_sum,
+                _ => continue,
+            };
+            *slot = n;
+        }
+        Ok(stats)
+    }
+
+    /// Clears the counters of `task`.
+    pub async fn reset(&self, task: TaskType) -> Result<(), QueueError> {
+        let _: i64 = self
+            .pool
+            .del(self.keys.render(&RedisKey::Stats { task }))
+            .await?;
+        Ok(())
+    }
+}
