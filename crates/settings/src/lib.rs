@@ -1,1 +1,292 @@
+//! The settings of both binaries: one typed struct, loaded once in `main` from `CMP_*`
+//! environment variables and, optionally, a TOML file named by `CMP_CONFIG` (the environment
+//! wins). A bad or missing value stops start-up with a one-line message naming the variable.
+//!
+//! There are no global settings: `main` passes what each component needs down to it.
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A setting that cannot be used. The message names the variable.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SettingsError {
+    #[error("{var} is required but not set")]
+    Missing { var: &'static str },
+    #[error("{var}={value:?} is invalid: {reason}")]
+    Invalid { var: &'static str, value: String, reason: String },
+    #[error("CMP_CONFIG={path}: {reason}")]
+    File { path: String, reason: String },
+}
+
+/// Handler pool sizes per task type (`CMP_WORKER_POOL_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizes {
+    pub realname: usize,
+    pub carddata: usize,
+    pub package: usize,
+    pub protect: usize,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+/// Everything both binaries can be told. Fields are documented where the default is not
+/// obvious; CONTRACT.md ("Settings") is the reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `CMP_DATABASE_URL` (required).
+    pub database_url: String,
+    /// `CMP_DATABASE_MAX_CONNECTIONS` (default 16).
+    pub database_max_connections: u32,
+    /// `CMP_REDIS_URL` (required). `redis-cluster://` URLs select cluster mode.
+    pub redis_url: String,
+    /// `CMP_REDIS_POOL_SIZE` (default 8).
+    pub redis_pool_size: usize,
+    /// `CMP_REDIS_KEY_PREFIX` (default empty): prefixes every `polling:*` key, so that several
+    /// deployments (or a benchmark) can share one Redis.
+    pub redis_key_prefix: String,
+    /// `CMP_GATEWAY_URL` (default `http://127.0.0.1:7070`).
+    pub gateway_url: String,
+    /// `CMP_API_BIND` (default `0.0.0.0:8080`).
+    pub api_bind: SocketAddr,
+    /// `CMP_WORKER_BIND` (default `0.0.0.0:9090`).
+    pub worker_bind: SocketAddr,
+    /// `CMP_SHARD_COUNT` (default 16): fixed per deployment.
+    pub shard_count: u32,
+    /// `CMP_LEASE_SECS` (default 300): how long a dequeued card stays invisible.
+    pub lease: Duration,
+    /// `CMP_SCHEDULER_TICK_MS` (default 1000).
+    pub scheduler_tick: Duration,
+    /// `CMP_SCHEDULER_BATCH` (default 1000): most cards taken from one shard per tick.
+    pub scheduler_batch: usize,
+    /// `CMP_WORKER_POOL_{REALNAME,CARDDATA,PACKAGE,PROTECT}` (defaults 64, 256, 64, 32).
+    pub pools: PoolSizes,
+    /// `CMP_RETRY_INTERVAL_SECS` (default 60): delay after a failed poll.
+    pub retry_interval: Duration,
+    /// `CMP_PROTECT_PERIOD_SECS` (default 3600).
+    pub protect_period: Duration,
+    /// `CMP_GATEWAY_TIMEOUT_MS` (default 5000).
+    pub gateway_timeout: Duration,
+    /// `CMP_GATEWAY_RATE_LIMIT` (default 0 = none): calls per second per carrier, cluster-wide.
+    pub gateway_rate_limit: u32,
+    /// `CMP_TIMEZONE` (default `Asia/Shanghai`): the carriers' calendar for month rollover.
+    pub timezone: chrono_tz::Tz,
+    /// `CMP_LOG` (default `info`): a tracing filter.
+    pub log_filter: String,
+    /// `CMP_LOG_FORMAT` (default `pretty`).
+    pub log_format: LogFormat,
+}
+
+impl Settings {
+    /// Loads from the process environment (and `CMP_CONFIG`, if set).
+    pub fn from_env() -> Result<Settings, SettingsError> {
+        Settings::from_source(&std::env::vars().collect())
+    }
+
+    /// Loads from the given variables (tests pass their own map).
+    pub fn from_source(env: &HashMap<String, String>) -> Result<Settings, SettingsError> {
+        let file = match env.get("CMP_CONFIG").filter(|p| !p.is_empty()) {
+            Some(path) => load_file(path)?,
+            None => HashMap::new(),
+        };
+        let src = Source { env, file };
+        Ok(Settings {
+            database_url: src.required("CMP_DATABASE_URL")?,
+            database_max_connections: src.parse("CMP_DATABASE_MAX_CONNECTIONS", 16, 1..=1000)?,
+            redis_url: src.required("CMP_REDIS_URL")?,
+            redis_pool_size: src.parse("CMP_REDIS_POOL_SIZE", 8, 1..=256)?,
+            redis_key_prefix: src.string("CMP_REDIS_KEY_PREFIX", ""),
+            gateway_url: src.string("CMP_GATEWAY_URL", "http://127.0.0.1:7070"),
+            api_bind: src.parse_any("CMP_API_BIND", "0.0.0.0:8080")?,
+            worker_bind: src.parse_any("CMP_WORKER_BIND", "0.0.0.0:9090")?,
+            shard_count: src.parse("CMP_SHARD_COUNT", 16, 1..=1024)?,
+            lease: Duration::from_secs(src.parse("CMP_LEASE_SECS", 300, 1..=86_400)?),
+            scheduler_tick: Duration::from_millis(src.parse("CMP_SCHEDULER_TICK_MS", 1000, 10..=60_000)?),
+            scheduler_batch: src.parse("CMP_SCHEDULER_BATCH", 1000, 1..=100_000)?,
+            pools: PoolSizes {
+                realname: src.parse("CMP_WORKER_POOL_REALNAME", 64, 1..=10_000)?,
+                carddata: src.parse("CMP_WORKER_POOL_CARDDATA", 256, 1..=10_000)?,
+                package: src.parse("CMP_WORKER_POOL_PACKAGE", 64, 1..=10_000)?,
+                protect: src.parse("CMP_WORKER_POOL_PROTECT", 32, 1..=10_000)?,
+            },
+            retry_interval: Duration::from_secs(src.parse("CMP_RETRY_INTERVAL_SECS", 60, 1..=86_400)?),
+            protect_period: Duration::from_secs(src.parse("CMP_PROTECT_PERIOD_SECS", 3600, 1..=31 * 86_400)?),
+            gateway_timeout: Duration::from_millis(src.parse("CMP_GATEWAY_TIMEOUT_MS", 5000, 1..=600_000)?),
+            gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
+            timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
+            log_filter: src.string("CMP_LOG", "info"),
+            log_format: match src.string("CMP_LOG_FORMAT", "pretty").as_str() {
+                "pretty" => LogFormat::Pretty,
+                "json" => LogFormat::Json,
+                other => {
+                    return Err(SettingsError::Invalid {
+                        var: "CMP_LOG_FORMAT",
+                        value: other.to_owned(),
+                        reason: "expected pretty or json".to_owned(),
+                    });
+                }
+            },
+        })
+    }
+}
+
+/// Reads the TOML file: keys are the variable names without the `CMP_` prefix, in any case
+/// (`shard_count = 32` or `SHARD_COUNT = 32`).
+fn load_file(path: &str) -> Result<HashMap<String, String>, SettingsError> {
+    let err = |reason: String| SettingsError::File { path: path.to_owned(), reason };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let table: HashMap<String, toml::Value> = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+    table
+        .into_iter()
+        .map(|(k, v)| {
+            let value = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                other => return Err(err(format!("{k}: unsupported value {other}"))),
+            };
+            Ok((format!("CMP_{}", k.to_ascii_uppercase()), value))
+        })
+        .collect()
+}
+
+struct Source<'a> {
+    env: &'a HashMap<String, String>,
+    file: HashMap<String, String>,
+}
+
+impl Source<'_> {
+    fn get(&self, var: &str) -> Option<String> {
+        self.env
+            .get(var)
+            .or_else(|| self.file.get(var))
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn required(&self, var: &'static str) -> Result<String, SettingsError> {
+        self.get(var).ok_or(SettingsError::Missing { var })
+    }
+
+    fn string(&self, var: &'static str, default: &str) -> String {
+        self.get(var).unwrap_or_else(|| default.to_owned())
+    }
+
+    fn parse<T>(&self, var: &'static str, default: T, range: std::ops::RangeInclusive<T>) -> Result<T, SettingsError>
+    where
+        T: FromStr + PartialOrd + std::fmt::Display + Copy,
+        T::Err: std::fmt::Display,
+    {
+        let Some(raw) = self.get(var) else { return Ok(default) };
+        let value: T = raw.parse().map_err(|e: T::Err| SettingsError::Invalid {
+            var,
+            value: raw.clone(),
+            reason: e.to_string(),
+        })?;
+        if !range.contains(&value) {
+            return Err(SettingsError::Invalid {
+                var,
+                value: raw,
+                reason: format!("must be between {} and {}", range.start(), range.end()),
+            });
+        }
+        Ok(value)
+    }
+
+    fn parse_any<T>(&self, var: &'static str, default: &str) -> Result<T, SettingsError>
+    where
+        T: FromStr,
+        T::Err: std::fmt::Display,
+    {
+        let raw = self.string(var, default);
+        raw.parse().map_err(|e: T::Err| SettingsError::Invalid { var, value: raw.clone(), reason: e.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        let mut m: HashMap<String, String> = [
+            ("CMP_DATABASE_URL", "postgres://postgres@127.0.0.1/test"),
+            ("CMP_REDIS_URL", "redis://127.0.0.1:6379"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        for (k, v) in pairs {
+            m.insert((*k).to_owned(), (*v).to_owned());
+        }
+        m
+    }
+
+    #[test]
+    fn defaults_follow_the_contract() {
+        let s = Settings::from_source(&env(&[])).expect("valid");
+        assert_eq!(s.shard_count, 16);
+        assert_eq!(s.lease, Duration::from_secs(300));
+        assert_eq!(s.scheduler_tick, Duration::from_millis(1000));
+        assert_eq!(s.scheduler_batch, 1000);
+        assert_eq!(s.retry_interval, Duration::from_secs(60));
+        assert_eq!(s.protect_period, Duration::from_secs(3600));
+        assert_eq!(s.gateway_timeout, Duration::from_millis(5000));
+        assert_eq!(s.gateway_rate_limit, 0);
+        assert_eq!(s.timezone, chrono_tz::Asia::Shanghai);
+        assert_eq!(s.api_bind.to_string(), "0.0.0.0:8080");
+        assert_eq!(s.worker_bind.to_string(), "0.0.0.0:9090");
+        assert_eq!(s.log_format, LogFormat::Pretty);
+    }
+
+    #[test]
+    fn missing_database_url_names_the_variable() {
+        let mut e = env(&[]);
+        e.remove("CMP_DATABASE_URL");
+        let err = Settings::from_source(&e).expect_err("must fail");
+        assert_eq!(err, SettingsError::Missing { var: "CMP_DATABASE_URL" });
+        let line = err.to_string();
+        assert!(line.contains("CMP_DATABASE_URL") && !line.contains('\n'), "{line}");
+    }
+
+    #[test]
+    fn malformed_shard_count_names_the_variable() {
+        for bad in ["sixteen", "0", "-3"] {
+            let err = Settings::from_source(&env(&[("CMP_SHARD_COUNT", bad)])).expect_err("must fail");
+            let line = err.to_string();
+            assert!(line.starts_with("CMP_SHARD_COUNT="), "{line}");
+            assert!(!line.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn bad_timezone_and_bind_are_refused() {
+        assert!(Settings::from_source(&env(&[("CMP_TIMEZONE", "Mars/Olympus")])).is_err());
+        assert!(Settings::from_source(&env(&[("CMP_API_BIND", "nowhere")])).is_err());
+        assert!(Settings::from_source(&env(&[("CMP_LOG_FORMAT", "xml")])).is_err());
+    }
+
+    #[test]
+    fn toml_file_fills_in_and_environment_wins() {
+        let dir = std::env::temp_dir().join(format!("cmp-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let path = dir.join("cmp.toml");
+        std::fs::write(&path, "shard_count = 32\nLEASE_SECS = 120\nlog_format = \"json\"\n").expect("write");
+        let p = path.to_string_lossy().into_owned();
+        let s = Settings::from_source(&env(&[("CMP_CONFIG", &p), ("CMP_LEASE_SECS", "60")])).expect("valid");
+        assert_eq!(s.shard_count, 32);
+        assert_eq!(s.lease, Duration::from_secs(60));
+        assert_eq!(s.log_format, LogFormat::Json);
+        std::fs::write(&path, "shard_count = [").expect("write");
+        let err = Settings::from_source(&env(&[("CMP_CONFIG", &p)])).expect_err("bad toml");
+        assert!(err.to_string().starts_with("CMP_CONFIG="));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

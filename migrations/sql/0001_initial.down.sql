@@ -1,0 +1,14 @@
+DROP TABLE IF EXISTS tb_api_key;
+DROP TABLE IF EXISTS tb_polling_manual_trigger_log;
+DROP TABLE IF EXISTS tb_data_cleanup_log;
+DROP TABLE IF EXISTS tb_data_cleanup_config;
+DROP TABLE IF EXISTS tb_polling_alert_history;
+DROP TABLE IF EXISTS tb_polling_alert_rule;
+DROP TABLE IF EXISTS tb_card_state_log;
+DROP FUNCTION IF EXISTS cmp_ensure_usage_partitions(DATE, INTEGER);
+DROP TABLE IF EXISTS tb_data_usage_record;
+DROP TABLE IF EXISTS tb_polling_config;
+DROP TABLE IF EXISTS tb_package_usage;
+DROP TABLE IF EXISTS tb_package;
+DROP TABLE IF EXISTS tb_iot_card;
+DROP TABLE IF EXISTS tb_device;
