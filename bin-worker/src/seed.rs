@@ -1,0 +1,310 @@
+//! `cmp-worker seed`: a realistic fleet for demos and benchmarks, written in bulk.
+//!
+//! Cards get ICCIDs, a mix of normal and industry cards, real-named and not, about a third
+//! bound to devices (up to four cards a device), one package each (standalone cards) or per
+//! device, some queued or waiting-for-real-name packages, and a default set of polling configs.
+//! With `--gateway-url` the same cards are registered in `gateway-sim`.
+
+use anyhow::Context;
+use chrono::{Duration, Utc};
+use clap::Args;
+use domain::store::{DeviceStore, PackageStore, PollingConfigStore};
+use domain::{
+    CardCategory, CardCondition, CarrierId, CarrierPackage, DeviceId, Intervals, NetworkStatus,
+    NewCard, NewDevice, NewPackage, NewPackageUsage, PackageOwner, PackageStatus,
+    PollingConfigInput, RealNameStatus, ResetCycle,
+};
+use gateway::sim::{SimCardSpec, SimControl};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rust_decimal::Decimal;
+use settings::Settings;
+
+#[derive(Args, Debug, Clone)]
+pub(crate) struct SeedArgs {
+    /// How many cards.
+    #[arg(long)]
+    pub(crate) cards: u64,
+    /// How many devices (default: cards / 12).
+    #[arg(long)]
+    pub(crate) devices: Option<u64>,
+    /// Rows per bulk insert.
+    #[arg(long, default_value_t = 50_000)]
+    pub(crate) batch: usize,
+    /// Also register the cards in gateway-sim at this URL.
+    #[arg(long)]
+    pub(crate) gateway_url: Option<String>,
+    /// Seed of the random choices (the same seed gives the same fleet).
+    #[arg(long, default_value_t = 7)]
+    pub(crate) seed: u64,
+    /// Demo profile: intervals of seconds instead of minutes, and usage that exhausts some
+    /// packages within a few minutes.
+    #[arg(long)]
+    pub(crate) demo: bool,
+    /// ICCID prefix, so that several fleets can share a database.
+    #[arg(long, default_value = "8986")]
+    pub(crate) iccid_prefix: String,
+}
+
+pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<()> {
+    if args.cards == 0 || args.batch == 0 {
+        anyhow::bail!("--cards and --batch must be positive");
+    }
+    let db = ops::connect_database(settings).await?;
+    let stores = store::Stores::new(db);
+    let sim = match &args.gateway_url {
+        Some(url) => Some(SimControl::new(url.clone()).context("--gateway-url")?),
+        None => None,
+    };
+    let started = std::time::Instant::now();
+    seed_configs(stores.configs.as_ref(), args.demo).await?;
+    let products = seed_products(stores.packages.as_ref()).await?;
+
+    let device_count = args.devices.unwrap_or(args.cards / 12);
+    let devices = seed_devices(stores.devices.as_ref(), device_count, args.batch, &args.iccid_prefix).await?;
+
+    let bar = ProgressBar::new(args.cards);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} cards {pos}/{len} [{bar:40}] {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let mut next = 0u64;
+    while next < args.cards {
+        let n = (args.cards - next).min(args.batch as u64);
+        let fleet = generate(&mut rng, next, n, &devices, &args);
+        let ids = stores.cards.insert_bulk(&fleet.cards).await.context("insert cards")?;
+        let mut usages = Vec::with_capacity(ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            let card = &fleet.cards[i];
+            if card.device_id.is_none() {
+                usages.extend(packages_for(&mut rng, PackageOwner::Card(*id), card, &products, args.demo));
+            }
+        }
+        stores.packages.create_usages_bulk(&usages).await.context("insert packages")?;
+        if let Some(sim) = &sim {
+            sim.put_cards(&fleet.sim_cards).await.context("register cards in gateway-sim")?;
+        }
+        next += n;
+        bar.set_position(next);
+    }
+    bar.finish();
+    // One package per device, covering its bound cards (seed bug 1: device packages count).
+    let device_usages: Vec<NewPackageUsage> = devices
+        .iter()
+        .flat_map(|d| packages_for(&mut rng, PackageOwner::Device(*d), &placeholder_card(), &products, args.demo))
+        .collect();
+    for chunk in device_usages.chunks(args.batch) {
+        stores.packages.create_usages_bulk(chunk).await.context("insert device packages")?;
+    }
+    tracing::info!(
+        cards = args.cards,
+        devices = devices.len(),
+        secs = started.elapsed().as_secs_f64(),
+        "fleet seeded"
+    );
+    println!("seeded {} cards and {} devices in {:.1}s", args.cards, devices.len(), started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+struct Products {
+    monthly_1g: NewPackage,
+    ratio_500m: NewPackage,
+    unlimited: NewPackage,
+    ids: [domain::PackageId; 3],
+}
+
+async fn seed_products(packages: &dyn PackageStore) -> anyhow::Result<Products> {
+    let monthly_1g = NewPackage {
+        name: "1 GB monthly".to_owned(),
+        data_limit_mb: Some(Decimal::from(1024)),
+        virtual_ratio: Decimal::ONE,
+        duration_days: 365,
+        reset_cycle: ResetCycle::Monthly,
+    };
+    let ratio_500m = NewPackage {
+        name: "500 MB, virtual ratio 1.25".to_owned(),
+        data_limit_mb: Some(Decimal::from(500)),
+        virtual_ratio: Decimal::new(125, 2),
+        duration_days: 30,
+        reset_cycle: ResetCycle::None,
+    };
+    let unlimited = NewPackage {
+        name: "Unlimited".to_owned(),
+        data_limit_mb: None,
+        virtual_ratio: Decimal::ONE,
+        duration_days: 30,
+        reset_cycle: ResetCycle::None,
+    };
+    let a = packages.create_package(&monthly_1g).await?.id;
+    let b = packages.create_package(&ratio_500m).await?.id;
+    let c = packages.create_package(&unlimited).await?.id;
+    Ok(Products { monthly_1g, ratio_500m, unlimited, ids: [a, b, c] })
+}
+
+async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::Result<()> {
+    if !configs.list_all().await?.is_empty() {
+        tracing::info!("polling configs exist; left as they are");
+        return Ok(());
+    }
+    // Seconds in the demo profile; minutes in the realistic one.
+    let unit: u32 = if demo { 1 } else { 60 };
+    let defs = [
+        ("industry cards", 10, None, Some(CardCategory::Industry), [None, Some(10), Some(60), Some(60)]),
+        ("not real-named", 20, Some(CardCondition::NotRealname), None, [Some(2), Some(30), Some(60), None]),
+        ("stopped cards", 30, Some(CardCondition::Stopped), None, [Some(60), Some(10), Some(5), Some(30)]),
+        ("default", 100, None, None, [Some(60), Some(5), Some(30), Some(30)]),
+    ];
+    for (name, priority, card_condition, card_category, iv) in defs {
+        let secs = |v: Option<u32>| v.map(|m| m * unit);
+        configs
+            .insert(&PollingConfigInput {
+                name: name.to_owned(),
+                priority,
+                enabled: true,
+                card_condition,
+                card_category,
+                carrier_id: None,
+                intervals: Intervals {
+                    realname_interval_secs: secs(iv[0]),
+                    carddata_interval_secs: secs(iv[1]),
+                    package_interval_secs: secs(iv[2]),
+                    protect_interval_secs: secs(iv[3]),
+                },
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+async fn seed_devices(devices: &dyn DeviceStore, n: u64, batch: usize, prefix: &str) -> anyhow::Result<Vec<DeviceId>> {
+    let mut ids = Vec::with_capacity(n as usize);
+    let all: Vec<NewDevice> = (0..n)
+        .map(|i| NewDevice { device_no: format!("DEV{prefix}{i:010}"), enable_polling: i % 97 != 0 })
+        .collect();
+    for chunk in all.chunks(batch) {
+        ids.extend(devices.insert_bulk(chunk).await.context("insert devices")?);
+    }
+    Ok(ids)
+}
+
+struct Generated {
+    cards: Vec<NewCard>,
+    sim_cards: Vec<SimCardSpec>,
+}
+
+fn generate(rng: &mut StdRng, from: u64, n: u64, devices: &[DeviceId], args: &SeedArgs) -> Generated {
+    let mut cards = Vec::with_capacity(n as usize);
+    let mut sim_cards = Vec::with_capacity(if args.gateway_url.is_some() { n as usize } else { 0 });
+    for i in from..from + n {
+        let iccid = format!("{}{:016}", args.iccid_prefix, i);
+        let industry = rng.random_bool(0.1);
+        let real_named = rng.random_bool(0.85);
+        // About a third of the cards sit on devices, up to four a device.
+        let device_id = if !devices.is_empty() && (i % 3 == 0) {
+            devices.get(((i / 3) % (devices.len() as u64 * 4) / 4) as usize).copied()
+        } else {
+            None
+        };
+        cards.push(NewCard {
+            iccid: iccid.clone(),
+            msisdn: Some(format!("1{:010}", i % 10_000_000_000)),
+            carrier_id: CarrierId(1 + (i % 3) as i64),
+            card_category: if industry { CardCategory::Industry } else { CardCategory::Normal },
+            status: 1,
+            real_name_status: if real_named { RealNameStatus::Verified } else { RealNameStatus::NotVerified },
+            network_status: NetworkStatus::Online,
+            enable_polling: rng.random_bool(0.99),
+            device_id,
+        });
+        if args.gateway_url.is_some() {
+            let mut spec = SimCardSpec::new(iccid);
+            // The carrier's view: most cards verify eventually; usage grows by a few MB a poll,
+            // and in the demo a tenth of them grow fast enough to exhaust a package in minutes.
+            spec.real_name_status = if real_named || rng.random_bool(0.5) {
+                RealNameStatus::Verified
+            } else {
+                RealNameStatus::NotVerified
+            };
+            let growth = if args.demo && rng.random_bool(0.1) { 60 } else { rng.random_range(0..=4) };
+            spec.growth_mb_per_query = Some(Decimal::from(growth));
+            spec.packages = Vec::<CarrierPackage>::new();
+            sim_cards.push(spec);
+        }
+    }
+    Generated { cards, sim_cards }
+}
+
+/// A stand-in for the device's owner, to reuse the package mix.
+fn placeholder_card() -> NewCard {
+    NewCard {
+        iccid: String::new(),
+        msisdn: None,
+        carrier_id: CarrierId(1),
+        card_category: CardCategory::Normal,
+        status: 1,
+        real_name_status: RealNameStatus::Verified,
+        network_status: NetworkStatus::Online,
+        enable_polling: true,
+        device_id: None,
+    }
+}
+
+fn packages_for(
+    rng: &mut StdRng,
+    owner: PackageOwner,
+    card: &NewCard,
+    products: &Products,
+    demo: bool,
+) -> Vec<NewPackageUsage> {
+    let now = Utc::now();
+    let pick = rng.random_range(0..10u8);
+    let (product, pid) = match pick {
+        0..=5 => (&products.monthly_1g, products.ids[0]),
+        6..=8 => (&products.ratio_500m, products.ids[1]),
+        _ => (&products.unlimited, products.ids[2]),
+    };
+    let started = now - Duration::days(rng.random_range(0..20));
+    let expires = if demo && rng.random_bool(0.02) {
+        // A few expire during the demo; the activation check then moves them on.
+        now + Duration::seconds(rng.random_range(30..300))
+    } else {
+        started + Duration::days(i64::from(product.duration_days))
+    };
+    let limit = product.data_limit_mb;
+    let mut out = vec![NewPackageUsage {
+        owner,
+        package_id: Some(pid),
+        external_id: None,
+        status: PackageStatus::Active,
+        data_limit_mb: limit,
+        virtual_ratio: product.virtual_ratio,
+        used_mb: limit.map_or(Decimal::ZERO, |l| l * Decimal::from(rng.random_range(0..90u32)) / Decimal::from(100)),
+        activate_on_realname: false,
+        activated_at: Some(started),
+        expires_at: Some(expires),
+        reset_cycle: product.reset_cycle,
+        next_reset_at: (product.reset_cycle == ResetCycle::Monthly).then(|| started + Duration::days(30)),
+    }];
+    // Renewals queued behind the active package.
+    if rng.random_bool(0.05) {
+        let mut renewal = out[0].clone();
+        renewal.status = PackageStatus::Pending;
+        renewal.used_mb = Decimal::ZERO;
+        renewal.activated_at = None;
+        renewal.expires_at = None;
+        out.push(renewal);
+    }
+    // Not real-named cards often hold a package waiting for their first verification.
+    if !card.real_name_status.is_verified() && rng.random_bool(0.5) {
+        let mut waiting = out[0].clone();
+        waiting.status = PackageStatus::Pending;
+        waiting.used_mb = Decimal::ZERO;
+        waiting.activate_on_realname = true;
+        waiting.activated_at = None;
+        waiting.expires_at = None;
+        out.push(waiting);
+    }
+    out
+}

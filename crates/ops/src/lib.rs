@@ -1,0 +1,161 @@
+//! Process plumbing shared by the two binaries, so that each `main` only wires things
+//! together: logging, the Redis and PostgreSQL connections, `/healthz` `/readyz` `/metrics`,
+//! and the shutdown signal. Nothing here knows about cards or queues.
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use fred::prelude::*;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
+use settings::{LogFormat, Settings};
+use std::sync::OnceLock;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Starts logging to stderr with the `CMP_LOG` filter in the `CMP_LOG_FORMAT` format.
+pub fn init_tracing(settings: &Settings) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&settings.log_filter)
+        .with_context(|| format!("CMP_LOG={:?} is not a valid filter", settings.log_filter))?;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let installed = match settings.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Pretty => builder.try_init(),
+    };
+    installed.map_err(|e| anyhow::anyhow!("install the log subscriber: {e}"))
+}
+
+static PROMETHEUS: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the Prometheus recorder once per process and returns its handle.
+pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
+    if let Some(h) = PROMETHEUS.get() {
+        return Ok(h.clone());
+    }
+    let handle = PrometheusBuilder::new()
+        .set_buckets(&[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
+        .context("histogram buckets")?
+        .install_recorder()
+        .context("install the metrics recorder")?;
+    Ok(PROMETHEUS.get_or_init(|| handle).clone())
+}
+
+/// Connects the PostgreSQL pool.
+pub async fn connect_database(settings: &Settings) -> anyhow::Result<DatabaseConnection> {
+    let mut opts = ConnectOptions::new(settings.database_url.clone());
+    opts.max_connections(settings.database_max_connections)
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    Database::connect(opts)
+        .await
+        .context("connect to PostgreSQL (CMP_DATABASE_URL)")
+}
+
+/// Connects a pool of Redis clients (cluster URLs select cluster mode).
+pub async fn connect_redis(settings: &Settings) -> anyhow::Result<Pool> {
+    let config = Config::from_url(&settings.redis_url)
+        .context("CMP_REDIS_URL is not a valid Redis URL")?;
+    let pool = Builder::from_config(config)
+        .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
+        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(5))
+        .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+        .build_pool(settings.redis_pool_size)
+        .context("build the Redis pool")?;
+    pool.init().await.context("connect to Redis (CMP_REDIS_URL)")?;
+    Ok(pool)
+}
+
+/// What `/readyz` checks.
+#[derive(Clone)]
+pub struct Readiness {
+    pub db: DatabaseConnection,
+    pub redis: Pool,
+}
+
+impl Readiness {
+    /// `Ok` when both PostgreSQL and Redis answer within two seconds.
+    pub async fn check(&self) -> Result<(), String> {
+        let db = tokio::time::timeout(Duration::from_secs(2), self.db.execute_unprepared("SELECT 1"));
+        match db.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("postgres: {e}")),
+            Err(_) => return Err("postgres: timeout".to_owned()),
+        }
+        let ping = tokio::time::timeout(Duration::from_secs(2), self.redis.next().ping::<String>(None));
+        match ping.await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("redis: {e}")),
+            Err(_) => Err("redis: timeout".to_owned()),
+        }
+    }
+}
+
+/// `/healthz` (process up), `/readyz` (PostgreSQL and Redis answer) and `/metrics`.
+pub fn health_router(readiness: Readiness, metrics: PrometheusHandle) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz).with_state(readiness))
+        .route("/metrics", get(move || std::future::ready(metrics.render())))
+}
+
+async fn readyz(State(r): State<Readiness>) -> impl IntoResponse {
+    match r.check().await {
+        Ok(()) => (StatusCode::OK, "ready".to_owned()),
+        Err(why) => {
+            tracing::warn!(%why, "not ready");
+            (StatusCode::SERVICE_UNAVAILABLE, why)
+        }
+    }
+}
+
+/// A token cancelled on SIGTERM or Ctrl-C.
+pub fn shutdown_token() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested");
+        t.cancel();
+    });
+    token
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; Ctrl-C only");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Serves `router` on `bind` until `shutdown` is cancelled.
+pub async fn serve(bind: std::net::SocketAddr, router: Router, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("bind {bind}"))?;
+    tracing::info!(addr = %listener.local_addr().map_or_else(|_| bind.to_string(), |a| a.to_string()), "listening");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .context("http server")
+}

@@ -1,0 +1,59 @@
+# The polling core's commands. `just` lists them; CI runs `just lint` and `just test`.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+default:
+    @just --list
+
+# Run every unit and integration test against real PostgreSQL and Redis
+# (CMP_TEST_DATABASE_URL / CMP_TEST_REDIS_URL, else testcontainers with Docker).
+test *args:
+    if cargo nextest --version >/dev/null 2>&1; then \
+        cargo nextest run --workspace --no-fail-fast {{args}}; \
+    else \
+        cargo test --workspace --no-fail-fast {{args}}; \
+    fi
+
+# Formatting, clippy with warnings as errors, and the dependency rules of ARCHITECTURE.md.
+lint: fmt-check clippy deps-check
+
+fmt-check:
+    cargo fmt --all -- --check
+
+clippy:
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Library crates reach PostgreSQL only through the store traits; only cmp-worker links the
+# scheduler and the task handlers.
+deps-check:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    fail=0
+    deps() { cargo tree -p "$1" -e normal --prefix none --format '{p}' 2>/dev/null | awk '{print $1}' | sort -u; }
+    forbid() { # crate, forbidden dependencies...
+        local crate=$1; shift
+        cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$crate\"" || return 0
+        local have; have=$(deps "$crate")
+        for bad in "$@"; do
+            if grep -qx "$bad" <<<"$have"; then
+                echo "dependency rule broken: $crate depends on $bad"; fail=1
+            fi
+        done
+    }
+    for c in domain polling-queue gateway polling-config lifecycle stop-resume task-handlers scheduler admin; do
+        forbid "$c" sea-orm sqlx store
+    done
+    for c in cmp-api admin lifecycle polling-queue polling-config stop-resume; do
+        forbid "$c" scheduler task-handlers
+    done
+    forbid domain fred reqwest axum
+    if [ "$fail" -ne 0 ]; then exit 1; fi
+    echo "dependency rules hold"
+
+# Start PostgreSQL and Redis in Docker (for machines without local services).
+up:
+    docker compose up -d postgres redis
+
+# Build release binaries.
+build:
+    cargo build --release --bins
