@@ -78,7 +78,7 @@ pub struct Settings {
     pub gateway_rate_limit: u32,
     /// `CMP_TIMEZONE` (default `Asia/Shanghai`): the carriers' calendar for month rollover.
     pub timezone: chrono_tz::Tz,
-    /// `CMP_LOG` (default `info`): a tracing filter.
+    /// `CMP_LOG` (default `info,sqlx=warn,sea_orm_migration=warn`): a tracing filter.
     pub log_filter: String,
     /// `CMP_LOG_FORMAT` (default `pretty`).
     pub log_format: LogFormat,
@@ -121,7 +121,7 @@ impl Settings {
             gateway_timeout: Duration::from_millis(src.parse("CMP_GATEWAY_TIMEOUT_MS", 5000, 1..=600_000)?),
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
-            log_filter: src.string("CMP_LOG", "info"),
+            log_filter: src.string("CMP_LOG", "info,sqlx=warn,sea_orm_migration=warn"),
             log_format: match src.string("CMP_LOG_FORMAT", "pretty").as_str() {
                 "pretty" => LogFormat::Pretty,
                 "json" => LogFormat::Json,
