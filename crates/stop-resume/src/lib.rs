@@ -1,0 +1,28 @@
+//! Stop and resume: **the only place in the system that decides to stop (suspend) or start
+//! (resume) a card's network service**, and the only caller of the gateway's `stop`/`start`
+//! outside operator tooling built on this crate.
+//!
+//! * [`decide`] is the decision table of `RULES.md` ("Stop / resume") as a pure function of the
+//!   card, its packages, its device's protect state and the time: unit-tested row by row.
+//! * [`StopResumeService::evaluate_and_act`] reads, decides and acts for every caller under a
+//!   per-card Redis lock (`polling:lock:card:{id}`), so two evaluations of one card never both
+//!   call the gateway; the database changes only after the carrier said yes, and every stop,
+//!   start and reason change appends one `tb_card_state_log` row (invariants 4 and 5 of
+//!   `ARCHITECTURE.md`).
+//! * Operator stop/start ([`StopResumeService::stop_by_operator`], `start_by_operator`) and the
+//!   thin [`StopResumeService::deduct_data_usage`].
+//!
+//! This crate reaches PostgreSQL only through the store traits of `domain`, Redis only through
+//! `polling-queue` and the carrier only through [`gateway::CarrierGateway`]. It must not
+//! schedule or reschedule cards: that is the caller's job.
+
+mod decision;
+mod error;
+pub mod metrics;
+mod service;
+mod trigger;
+
+pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
+pub use error::StopResumeError;
+pub use service::{StopResumeService, StopResumeSettings};
+pub use trigger::Trigger;
