@@ -1,0 +1,426 @@
+//! The semaphore, card cache, protect keys, leases, card locks, counters and the rate limiter,
+//! against a real Redis.
+
+mod common;
+
+use chrono::Duration as Span;
+use common::{TestRedis, t0};
+use domain::{
+    Card, CardCategory, CardId, CarrierId, DeviceId, ManualClock, MonthCounters, RateLimiter,
+    TaskType,
+};
+use fred::prelude::*;
+use polling_queue::{
+    CardCache, CardLock, ConcurrencySemaphore, Keys, LeaseToken, ProtectKeys, ProtectState,
+    RedisKey, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters, TaskOutcome,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn setup() -> anyhow::Result<(TestRedis, Pool, Keys, ManualClock)> {
+    let redis = TestRedis::new().await?;
+    let pool = redis.pool().await?;
+    let keys = Keys::new(redis.prefix.clone());
+    Ok((redis, pool, keys, ManualClock::new(t0())))
+}
+
+fn card(id: i64) -> Card {
+    Card {
+        id: CardId(id),
+        iccid: format!("8986{id:016}"),
+        msisdn: Some("13800000000".into()),
+        carrier_id: CarrierId(2),
+        card_category: CardCategory::Industry,
+        status: 1,
+        real_name_status: domain::RealNameStatus::NotVerified,
+        network_status: domain::NetworkStatus::Stopped,
+        stop_reason: Some(domain::StopReason::NoPackage),
+        enable_polling: true,
+        device_id: Some(DeviceId(9)),
+        data_usage_mb: domain::Megabytes::new(12_345, 2),
+        usage: MonthCounters::default(),
+        created_at: t0(),
+        updated_at: t0(),
+        deleted_at: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_max_50_with_60_concurrent_acquirers_grants_exactly_50() -> anyhow::Result<()> {
+    let (_redis, pool, keys, clock) = setup().await?;
+    let sem = ConcurrencySemaphore::new(
+        pool,
+        keys,
+        SemaphoreSettings::uniform(10, Duration::from_secs(300)),
+        Arc::new(clock.clone()),
+    );
+    let task = TaskType::Carddata;
+    assert_eq!(
+        sem.max(task).await?,
+        10,
+        "default while the max key is absent"
+    );
+    sem.set_max(task, 50).await?;
+    assert_eq!(sem.max(task).await?, 50);
+
+    let attempts = (0..60).map(|_| {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.acquire(task).await })
+    });
+    let mut permits = Vec::new();
+    let mut refused = 0;
+    for a in futures::future::join_all(attempts).await {
+        match a?? {
+            Some(p) => permits.push(p),
+            None => refused += 1,
+        }
+    }
+    assert_eq!((permits.len(), refused), (50, 10));
+    assert_eq!(sem.current(task).await?, 50);
+    assert_eq!(
+        sem.current(TaskType::Realname).await?,
+        0,
+        "types are independent"
+    );
+
+    // A release frees a slot for the next acquirer.
+    let first = permits.pop();
+    if let Some(p) = first {
+        sem.release(p.clone()).await?;
+        sem.release(p).await?; // twice is harmless
+    }
+    let again = sem.acquire(task).await?;
+    assert!(again.is_some());
+    assert!(sem.acquire(task).await?.is_none());
+
+    // Every holder "vanishes" (crash: never releases). After the lease their slots come back.
+    clock.advance(Span::seconds(299));
+    assert!(sem.acquire(task).await?.is_none(), "leases still running");
+    clock.advance(Span::seconds(2));
+    assert_eq!(
+        sem.current(task).await?,
+        0,
+        "expired holders are not counted"
+    );
+    let reclaimed = sem.acquire(task).await?;
+    assert!(
+        reclaimed.is_some(),
+        "the vanished holders' slots were reclaimed"
+    );
+    assert_eq!(sem.current(task).await?, 1);
+
+    sem.reset(task).await?;
+    assert_eq!(sem.current(task).await?, 0);
+    assert_eq!(sem.max(task).await?, 50, "reset keeps the max");
+    Ok(())
+}
+
+#[tokio::test]
+async fn semaphore_max_key_lowered_refuses_until_enough_release() -> anyhow::Result<()> {
+    let (_redis, pool, keys, clock) = setup().await?;
+    let sem = ConcurrencySemaphore::new(pool, keys, SemaphoreSettings::default(), Arc::new(clock));
+    let task = TaskType::Protect;
+    sem.set_max(task, 2).await?;
+    let a = sem.acquire(task).await?;
+    let b = sem.acquire(task).await?;
+    sem.set_max(task, 1).await?;
+    assert!(sem.acquire(task).await?.is_none());
+    if let Some(a) = a {
+        sem.release(a).await?;
+    }
+    assert!(sem.acquire(task).await?.is_none(), "still 1 holder = max");
+    if let Some(b) = b {
+        sem.release(b).await?;
+    }
+    assert!(sem.acquire(task).await?.is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn card_cache_round_trips_and_slides_its_ttl_on_hit() -> anyhow::Result<()> {
+    let (_redis, pool, keys, _) = setup().await?;
+    let cache = CardCache::new(pool.clone(), keys.clone());
+    let key = keys.render(&RedisKey::Card { card: CardId(5) });
+    assert_eq!(cache.get(CardId(5)).await?, None, "miss");
+
+    cache.set(&card(5)).await?;
+    let ttl: i64 = pool.ttl(&key).await?;
+    assert!((299..=300).contains(&ttl), "ttl {ttl}");
+
+    // Time passes (simulated by shortening the TTL); a hit restarts it.
+    let _: bool = pool.expire(&key, 10, None).await?;
+    assert_eq!(cache.get(CardId(5)).await?, Some(card(5)));
+    let ttl: i64 = pool.ttl(&key).await?;
+    assert!((299..=300).contains(&ttl), "ttl after hit {ttl}");
+
+    cache.invalidate(CardId(5)).await?;
+    cache.invalidate(CardId(5)).await?;
+    assert_eq!(cache.get(CardId(5)).await?, None);
+
+    // A snapshot that no longer decodes is a miss, and is dropped.
+    let _: () = pool.set(&key, "{not json", None, None, false).await?;
+    assert_eq!(cache.get(CardId(5)).await?, None);
+    let exists: i64 = pool.exists(&key).await?;
+    assert_eq!(exists, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn protect_keys_are_exclusive_and_expire_with_the_period() -> anyhow::Result<()> {
+    let (_redis, pool, keys, _) = setup().await?;
+    let protect = ProtectKeys::new(pool.clone(), keys.clone());
+    let d = DeviceId(10);
+    assert_eq!(protect.protect_state(d).await?, ProtectState::default());
+
+    protect.set_stop(d, Duration::from_secs(3_600)).await?;
+    assert_eq!(
+        protect.protect_state(d).await?,
+        ProtectState {
+            stop: true,
+            start: false
+        }
+    );
+    let pttl: i64 = pool
+        .pttl(keys.render(&RedisKey::ProtectStop { device: d }))
+        .await?;
+    assert!(pttl > 3_590_000 && pttl <= 3_600_000, "pttl {pttl}");
+
+    protect.set_start(d, Duration::from_secs(60)).await?;
+    assert_eq!(
+        protect.protect_state(d).await?,
+        ProtectState {
+            stop: false,
+            start: true
+        }
+    );
+    protect.set_stop(d, Duration::from_secs(60)).await?;
+    assert_eq!(
+        protect.protect_state(d).await?,
+        ProtectState {
+            stop: true,
+            start: false
+        }
+    );
+
+    assert_eq!(
+        protect.protect_state(DeviceId(11)).await?,
+        ProtectState::default(),
+        "per device"
+    );
+    protect.clear(d).await?;
+    protect.clear(d).await?;
+    assert_eq!(protect.protect_state(d).await?, ProtectState::default());
+    Ok(())
+}
+
+#[tokio::test]
+async fn singleton_lease_acquire_renew_release_by_token() -> anyhow::Result<()> {
+    let (_redis, pool, keys, _) = setup().await?;
+    let node_a = SingletonLease::new(pool.clone(), keys.clone());
+    let node_b = SingletonLease::new(pool.clone(), keys.clone());
+    let ttl = Duration::from_secs(30);
+
+    let Some(a) = node_a.try_acquire("initializer", ttl).await? else {
+        panic!("first acquirer gets the lease")
+    };
+    assert!(node_b.try_acquire("initializer", ttl).await?.is_none());
+    assert!(
+        node_b.try_acquire("package-check", ttl).await?.is_some(),
+        "jobs are independent"
+    );
+
+    let key = keys.render(&RedisKey::Lease {
+        job: "initializer".into(),
+    });
+    let _: bool = pool.pexpire(&key, 1_000, None).await?;
+    assert!(node_a.renew(&a).await?);
+    let pttl: i64 = pool.pttl(&key).await?;
+    assert!(pttl > 29_000, "renew restarted the ttl: {pttl}");
+
+    // Someone else's token neither renews nor releases it.
+    let forged = LeaseToken {
+        token: "not-the-token".into(),
+        ..a.clone()
+    };
+    assert!(!node_b.renew(&forged).await?);
+    assert!(!node_b.release(forged).await?);
+    assert!(node_b.try_acquire("initializer", ttl).await?.is_none());
+
+    assert!(node_a.release(a.clone()).await?);
+    assert!(
+        !node_a.renew(&a).await?,
+        "a released lease cannot be renewed"
+    );
+    let Some(b) = node_b.try_acquire("initializer", ttl).await? else {
+        panic!("free after release")
+    };
+    // A's stale token (its lease expired and B took it) must not release B's lease.
+    assert!(!node_a.release(a).await?);
+    assert!(node_a.try_acquire("initializer", ttl).await?.is_none());
+    assert!(node_b.release(b).await?);
+    Ok(())
+}
+
+#[tokio::test]
+async fn card_lock_is_exclusive_and_unlocks_by_token_only() -> anyhow::Result<()> {
+    let (_redis, pool, keys, _) = setup().await?;
+    let locks = CardLock::new(pool.clone(), keys.clone());
+    let ttl = Duration::from_secs(10);
+    let Some(t) = locks.try_lock(CardId(100), ttl).await? else {
+        panic!("free lock")
+    };
+    assert!(locks.try_lock(CardId(100), ttl).await?.is_none());
+    assert!(
+        locks.try_lock(CardId(101), ttl).await?.is_some(),
+        "per card"
+    );
+    let key = keys.render(&RedisKey::CardLock { card: CardId(100) });
+    let pttl: i64 = pool.pttl(&key).await?;
+    assert!(pttl > 9_000 && pttl <= 10_000);
+
+    assert!(
+        !locks
+            .unlock(CardId(100), polling_queue::CardLockToken("other".into()))
+            .await?
+    );
+    assert!(locks.try_lock(CardId(100), ttl).await?.is_none());
+    assert!(locks.unlock(CardId(100), t).await?);
+    assert!(locks.try_lock(CardId(100), ttl).await?.is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn task_counters_count_outcomes_durations_and_hours() -> anyhow::Result<()> {
+    let (_redis, pool, keys, clock) = setup().await?;
+    let counters = TaskCounters::new(pool, keys, Arc::new(clock.clone()));
+    let task = TaskType::Carddata;
+    for ms in [10, 20, 30] {
+        counters
+            .record(task, TaskOutcome::Success, Duration::from_millis(ms))
+            .await?;
+    }
+    counters
+        .record(task, TaskOutcome::Failure, Duration::from_millis(100))
+        .await?;
+    clock.advance(Span::hours(1));
+    counters
+        .record(task, TaskOutcome::RequeuedFull, Duration::ZERO)
+        .await?;
+    counters
+        .record(task, TaskOutcome::RequeuedFull, Duration::from_millis(40))
+        .await?;
+
+    let s = counters.read(task).await?;
+    assert_eq!(
+        (s.success, s.failure, s.requeued_full, s.duration_ms_sum),
+        (3, 1, 2, 200)
+    );
+    assert!((s.mean_duration_ms() - 200.0 / 6.0).abs() < 1e-9);
+    assert_eq!(s.hourly.len(), 2);
+    let h8 = s.hourly.get("2026040208").copied().unwrap_or_default();
+    let h9 = s.hourly.get("2026040209").copied().unwrap_or_default();
+    assert_eq!((h8.success, h8.failure, h8.requeued_full), (3, 1, 0));
+    assert_eq!((h9.success, h9.failure, h9.requeued_full), (0, 0, 2));
+    assert_eq!(counters.read(TaskType::Realname).await?, Default::default());
+
+    counters.reset(task).await?;
+    assert_eq!(counters.read(task).await?, Default::default());
+    Ok(())
+}
+
+/// Fires `n` reservations evenly over `over`, alternating between `limiters`; how many were granted.
+async fn fire(
+    limiters: &[RedisRateLimiter],
+    n: u32,
+    over: Duration,
+    max_wait: Duration,
+) -> anyhow::Result<u32> {
+    let start = Instant::now();
+    let mut granted = 0;
+    for i in 0..n {
+        let at = over.mul_f64(f64::from(i) / f64::from(n));
+        tokio::time::sleep(at.saturating_sub(start.elapsed())).await;
+        let limiter = &limiters[i as usize % limiters.len()];
+        if limiter.reserve("carrier-1", 50, max_wait).await?.is_some() {
+            granted += 1;
+        }
+    }
+    Ok(granted)
+}
+
+// At 50/s with max_wait 0, 200 rapid reservations over ~1 s grant about 50 + burst.
+#[tokio::test]
+async fn gcra_at_50_per_second_grants_about_50_plus_burst_over_one_second() -> anyhow::Result<()> {
+    let (_redis, pool, keys, _) = setup().await?;
+    let limiter = RedisRateLimiter::new(pool, keys);
+    let burst = limiter.burst(50);
+    assert_eq!(burst, 5);
+    let granted = fire(
+        std::slice::from_ref(&limiter),
+        200,
+        Duration::from_secs(1),
+        Duration::ZERO,
+    )
+    .await?;
+    let expected = 50 + burst as u32;
+    assert!(
+        granted.abs_diff(expected) <= 5,
+        "granted {granted}, expected about {expected}"
+    );
+    Ok(())
+}
+
+// Two nodes (two limiters, two pools) share one budget: together still about 50 + burst.
+#[tokio::test]
+async fn gcra_two_limiter_instances_share_the_budget() -> anyhow::Result<()> {
+    let (redis, pool, keys, _) = setup().await?;
+    let a = RedisRateLimiter::new(pool, keys.clone());
+    let b = RedisRateLimiter::new(redis.pool().await?, keys);
+    let granted = fire(&[a, b], 200, Duration::from_secs(1), Duration::ZERO).await?;
+    assert!(
+        granted.abs_diff(55) <= 5,
+        "granted {granted}, expected about 55 in total"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn gcra_reserves_future_slots_within_max_wait_and_zero_means_unlimited() -> anyhow::Result<()>
+{
+    let (_redis, pool, keys, _) = setup().await?;
+    let limiter = RedisRateLimiter::new(pool.clone(), keys.clone());
+    // 10/s, burst 1: the first call goes now, the next ones 100 ms apart.
+    let mut waits = Vec::new();
+    for _ in 0..4 {
+        match limiter
+            .reserve("slow", 10, Duration::from_millis(250))
+            .await?
+        {
+            Some(w) => waits.push(w),
+            None => break,
+        }
+    }
+    assert_eq!(
+        waits.len(),
+        3,
+        "0, ~100 ms, ~200 ms fit in 250 ms; ~300 ms does not: {waits:?}"
+    );
+    assert!(waits[0] < Duration::from_millis(5));
+    assert!(waits[1] > Duration::from_millis(80) && waits[1] <= Duration::from_millis(100));
+    assert!(waits[2] > Duration::from_millis(180) && waits[2] <= Duration::from_millis(200));
+
+    // Unlimited: granted at once and Redis is not touched.
+    for _ in 0..1_000 {
+        assert_eq!(
+            limiter.reserve("free", 0, Duration::ZERO).await?,
+            Some(Duration::ZERO)
+        );
+    }
+    let exists: i64 = pool
+        .exists(keys.render(&RedisKey::RateLimit {
+            bucket: "free".into(),
+        }))
+        .await?;
+    assert_eq!(exists, 0);
+    Ok(())
+}
