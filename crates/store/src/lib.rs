@@ -1,1 +1,96 @@
-//! placeholder
+//! The PostgreSQL side of the polling core: sea-orm entities for every table of the schema
+//! (`entity`) and the implementations of the store traits of `domain::store`
+//! ([`PgCardStore`], [`PgDeviceStore`], [`PgPackageStore`], [`PgPollingConfigStore`],
+//! [`PgAlertStore`], [`PgCleanupStore`], [`PgManualTriggerLogStore`], [`PgApiKeyStore`]),
+//! bundled by [`Stores`].
+//!
+//! This crate owns every SQL statement of the system. Library crates never name it: they take
+//! the traits (`Arc<dyn CardStore>`, ...). Only the two binaries (`cmp-api`, `cmp-worker`),
+//! `bench` and `test-support` may depend on `store`. The schema itself belongs to `migrations`.
+//!
+//! Conventions:
+//! * Database errors become [`domain::StoreError`] in one place (`error::db_err`): a unique
+//!   violation is `Conflict { field }` naming the column, a foreign-key, check or bad-value
+//!   error is `Invalid`, anything else (connection, pool, timeout) is `Database`.
+//! * Soft-deleted cards and devices are invisible to reads by id and to every list.
+//! * Megabytes are `NUMERIC` / `rust_decimal::Decimal` end to end.
+//! * Writes that span tables run in one transaction behind one method.
+//! * The query builder serves the simple CRUD; hot paths and batch jobs are hand-written SQL
+//!   (keyset scans, `UNNEST` bulk inserts, set-based `UPDATE ... RETURNING` with CTEs).
+
+mod alert;
+mod api_key;
+mod card;
+mod cleanup;
+mod config;
+mod convert;
+mod device;
+pub mod entity;
+mod error;
+mod manual_trigger;
+mod package;
+mod sql;
+
+pub use alert::PgAlertStore;
+pub use api_key::PgApiKeyStore;
+pub use card::PgCardStore;
+pub use cleanup::PgCleanupStore;
+pub use config::PgPollingConfigStore;
+pub use device::PgDeviceStore;
+pub use error::db_err;
+pub use manual_trigger::PgManualTriggerLogStore;
+pub use package::PgPackageStore;
+
+use domain::StoreError;
+use domain::store::{
+    AlertStore, ApiKeyStore, CardStore, CleanupStore, DeviceStore, ManualTriggerLogStore,
+    PackageStore, PollingConfigStore,
+};
+use sea_orm::{ConnectOptions, Database, DatabaseConnection};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Opens a connection pool of at most `max_connections` on `url`.
+pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, StoreError> {
+    let mut opts = ConnectOptions::new(url.to_owned());
+    opts.max_connections(max_connections.max(1))
+        .min_connections(0)
+        .connect_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    Database::connect(opts).await.map_err(error::db_err)
+}
+
+/// Every store over one pool, as the trait objects the services take.
+#[derive(Clone)]
+pub struct Stores {
+    pub cards: Arc<dyn CardStore>,
+    pub devices: Arc<dyn DeviceStore>,
+    pub packages: Arc<dyn PackageStore>,
+    pub configs: Arc<dyn PollingConfigStore>,
+    pub alerts: Arc<dyn AlertStore>,
+    pub cleanup: Arc<dyn CleanupStore>,
+    pub manual_triggers: Arc<dyn ManualTriggerLogStore>,
+    pub api_keys: Arc<dyn ApiKeyStore>,
+}
+
+impl Stores {
+    pub fn new(db: DatabaseConnection) -> Self {
+        Stores {
+            cards: Arc::new(PgCardStore::new(db.clone())),
+            devices: Arc::new(PgDeviceStore::new(db.clone())),
+            packages: Arc::new(PgPackageStore::new(db.clone())),
+            configs: Arc::new(PgPollingConfigStore::new(db.clone())),
+            alerts: Arc::new(PgAlertStore::new(db.clone())),
+            cleanup: Arc::new(PgCleanupStore::new(db.clone())),
+            manual_triggers: Arc::new(PgManualTriggerLogStore::new(db.clone())),
+            api_keys: Arc::new(PgApiKeyStore::new(db)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores").finish_non_exhaustive()
+    }
+}

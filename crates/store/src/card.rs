@@ -1,0 +1,504 @@
+//! [`PgCardStore`]: `tb_iot_card`, its audit table `tb_card_state_log` and its usage history
+//! `tb_data_usage_record`.
+
+use crate::convert;
+use crate::entity::{card_state_log, iot_card};
+use crate::error::{db_err, not_found};
+use crate::package::deduct_in;
+use crate::sql::{col, count, models, paged, stmt};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use domain::store::{CardStore, Page, Paged, StoreResult};
+use domain::{
+    Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId,
+    DeductionStep, DeviceId, Megabytes, NetworkStatus, NewCard, NewCardStateLog, PackageOwner,
+    RealNameStatus, StopReason, UsageUpdate,
+};
+use rust_decimal::Decimal;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Select, TransactionTrait,
+    UpdateMany, Value,
+};
+
+/// Rows per `INSERT ... SELECT FROM UNNEST` statement of a bulk insert: large enough that the
+/// per-statement cost vanishes, small enough to keep each statement's memory modest.
+pub(crate) const BULK_CHUNK: usize = 20_000;
+
+/// The PostgreSQL [`CardStore`]. Cheap to clone: the connection is a pool.
+#[derive(Debug, Clone)]
+pub struct PgCardStore {
+    db: DatabaseConnection,
+}
+
+impl PgCardStore {
+    pub fn new(db: DatabaseConnection) -> Self {
+        PgCardStore { db }
+    }
+
+    fn live() -> Select<iot_card::Entity> {
+        iot_card::Entity::find().filter(iot_card::Column::DeletedAt.is_null())
+    }
+
+    fn filtered(filter: &CardFilter) -> Select<iot_card::Entity> {
+        use iot_card::Column as C;
+        let mut q = Self::live();
+        if let Some(d) = filter.device_id {
+            q = q.filter(C::DeviceId.eq(d.get()));
+        }
+        if let Some(c) = filter.carrier_id {
+            q = q.filter(C::CarrierId.eq(c.get()));
+        }
+        if let Some(s) = filter.network_status {
+            q = q.filter(C::NetworkStatus.eq(i16::from(s)));
+        }
+        if let Some(c) = filter.card_category {
+            q = q.filter(C::CardCategory.eq(c.as_str()));
+        }
+        if let Some(iccid) = &filter.iccid {
+            q = q.filter(C::Iccid.eq(iccid.as_str()));
+        }
+        q
+    }
+
+    /// Applies `set` to the live card `id` (and bumps `updated_at`); returns the new row.
+    async fn update_live(
+        &self,
+        id: CardId,
+        set: impl FnOnce(UpdateMany<iot_card::Entity>) -> UpdateMany<iot_card::Entity>,
+    ) -> StoreResult<Card> {
+        let q = iot_card::Entity::update_many()
+            .col_expr(iot_card::Column::UpdatedAt, Expr::current_timestamp())
+            .filter(iot_card::Column::Id.eq(id.get()))
+            .filter(iot_card::Column::DeletedAt.is_null());
+        let rows = set(q).exec_with_returning(&self.db).await.map_err(db_err)?;
+        match rows.into_iter().next() {
+            Some(m) => convert::card(m),
+            None => Err(not_found("card", id)),
+        }
+    }
+}
+
+/// Column arrays of one chunk of a bulk insert. Array elements cannot be NULL through
+/// sea-query's array values, so each nullable column travels with a `has_*` flag array.
+#[derive(Default)]
+struct CardColumns {
+    iccid: Vec<String>,
+    msisdn: Vec<String>,
+    has_msisdn: Vec<bool>,
+    carrier_id: Vec<i64>,
+    card_category: Vec<String>,
+    status: Vec<i16>,
+    real_name_status: Vec<i16>,
+    network_status: Vec<i16>,
+    enable_polling: Vec<bool>,
+    device_id: Vec<i64>,
+    has_device: Vec<bool>,
+}
+
+impl CardColumns {
+    fn of(cards: &[NewCard]) -> Self {
+        let mut c = CardColumns::default();
+        for card in cards {
+            c.iccid.push(card.iccid.clone());
+            c.msisdn.push(card.msisdn.clone().unwrap_or_default());
+            c.has_msisdn.push(card.msisdn.is_some());
+            c.carrier_id.push(card.carrier_id.get());
+            c.card_category.push(card.card_category.as_str().to_owned());
+            c.status.push(card.status);
+            c.real_name_status.push(i16::from(card.real_name_status));
+            c.network_status.push(i16::from(card.network_status));
+            c.enable_polling.push(card.enable_polling);
+            c.device_id.push(card.device_id.map_or(0, DeviceId::get));
+            c.has_device.push(card.device_id.is_some());
+        }
+        c
+    }
+
+    fn values(self) -> Vec<Value> {
+        vec![
+            self.iccid.into(),
+            self.msisdn.into(),
+            self.has_msisdn.into(),
+            self.carrier_id.into(),
+            self.card_category.into(),
+            self.status.into(),
+            self.real_name_status.into(),
+            self.network_status.into(),
+            self.enable_polling.into(),
+            self.device_id.into(),
+            self.has_device.into(),
+        ]
+    }
+}
+
+/// Inserts one chunk and returns the new ids in input order. `RETURNING` order is not
+/// guaranteed by PostgreSQL, so the ids are joined back to the input by `iccid` (unique among
+/// live cards, hence within the chunk, or the insert fails) and sorted by the input's ordinal.
+const INSERT_CARDS: &str = r#"
+WITH input AS (
+    SELECT * FROM UNNEST($1::varchar[], $2::varchar[], $3::bool[], $4::bigint[], $5::varchar[],
+                         $6::smallint[], $7::smallint[], $8::smallint[], $9::bool[],
+                         $10::bigint[], $11::bool[])
+        WITH ORDINALITY AS t(iccid, msisdn, has_msisdn, carrier_id, card_category, status,
+                             real_name_status, network_status, enable_polling, device_id,
+                             has_device, ord)
+),
+inserted AS (
+    INSERT INTO tb_iot_card (iccid, msisdn, carrier_id, card_category, status,
+                             real_name_status, network_status, enable_polling, device_id)
+    SELECT iccid, CASE WHEN has_msisdn THEN msisdn END, carrier_id, card_category, status,
+           real_name_status, network_status, enable_polling,
+           CASE WHEN has_device THEN device_id END
+    FROM input
+    ORDER BY ord
+    RETURNING id, iccid
+)
+SELECT inserted.id FROM inserted JOIN input USING (iccid) ORDER BY input.ord
+"#;
+
+/// The initializer's scan. A card counts when its own flag is on and its device (if any) has
+/// its flag on too. A card whose `device_id` points at a device row that is soft-deleted
+/// (or, impossible under the foreign key, missing) counts as standalone and enabled: deleting a
+/// device unbinds its cards anyway, and dropping cards silently from polling is the worse
+/// failure. The card side reads only `idx_iot_card_polling` (it includes every field).
+const PAGE_POLLING_ENABLED: &str = r#"
+SELECT c.id, c.carrier_id, c.card_category = 'industry' AS industry, c.real_name_status,
+       c.network_status
+FROM tb_iot_card c
+LEFT JOIN tb_device d ON d.id = c.device_id AND d.deleted_at IS NULL
+WHERE c.enable_polling AND c.deleted_at IS NULL AND c.id > $1
+  AND d.enable_polling IS NOT FALSE
+ORDER BY c.id
+LIMIT $2
+"#;
+
+const COUNT_POLLING_ENABLED: &str = r#"
+SELECT count(*) AS n
+FROM tb_iot_card c
+LEFT JOIN tb_device d ON d.id = c.device_id AND d.deleted_at IS NULL
+WHERE c.enable_polling AND c.deleted_at IS NULL AND d.enable_polling IS NOT FALSE
+"#;
+
+const SET_REAL_NAME: &str = r#"
+WITH upd AS (
+    UPDATE tb_iot_card SET real_name_status = $2, updated_at = now()
+    WHERE id = $1 AND deleted_at IS NULL AND real_name_status <> $2
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM tb_iot_card WHERE id = $1 AND deleted_at IS NULL) AS live,
+       EXISTS (SELECT 1 FROM upd) AS changed
+"#;
+
+const SET_NETWORK_STATE: &str = r#"
+UPDATE tb_iot_card SET network_status = $2, stop_reason = $3, updated_at = now()
+WHERE id = $1 AND deleted_at IS NULL
+"#;
+
+const SET_USAGE: &str = r#"
+UPDATE tb_iot_card
+SET current_month_start_date = $2, current_month_usage_mb = $3, last_gateway_total_mb = $4,
+    last_month_total_mb = $5, data_usage_mb = data_usage_mb + $6, updated_at = $7
+WHERE id = $1 AND deleted_at IS NULL
+"#;
+
+const INSERT_USAGE_RECORD: &str = r#"
+INSERT INTO tb_data_usage_record (iot_card_id, delta_mb, month_total_mb, recorded_at)
+VALUES ($1, $2, $3, $4)
+"#;
+
+#[async_trait]
+impl CardStore for PgCardStore {
+    async fn get(&self, id: CardId) -> StoreResult<Option<Card>> {
+        Self::live()
+            .filter(iot_card::Column::Id.eq(id.get()))
+            .one(&self.db)
+            .await
+            .map_err(db_err)?
+            .map(convert::card)
+            .transpose()
+    }
+
+    async fn get_many(&self, ids: &[CardId]) -> StoreResult<Vec<Card>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = ids.iter().map(|i| i.get()).collect();
+        let rows = models::<iot_card::Entity, _>(
+            &self.db,
+            stmt(
+                "SELECT * FROM tb_iot_card WHERE id = ANY($1) AND deleted_at IS NULL ORDER BY id",
+                [ids.into()],
+            ),
+        )
+        .await?;
+        rows.into_iter().map(convert::card).collect()
+    }
+
+    async fn insert(&self, card: &NewCard) -> StoreResult<Card> {
+        let model = iot_card::ActiveModel {
+            iccid: Set(card.iccid.clone()),
+            msisdn: Set(card.msisdn.clone()),
+            carrier_id: Set(card.carrier_id.get()),
+            card_category: Set(card.card_category.as_str().to_owned()),
+            status: Set(card.status),
+            real_name_status: Set(i16::from(card.real_name_status)),
+            network_status: Set(i16::from(card.network_status)),
+            enable_polling: Set(card.enable_polling),
+            device_id: Set(card.device_id.map(DeviceId::get)),
+            ..Default::default()
+        }
+        .insert(&self.db)
+        .await
+        .map_err(db_err)?;
+        convert::card(model)
+    }
+
+    async fn insert_bulk(&self, cards: &[NewCard]) -> StoreResult<Vec<CardId>> {
+        if cards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let mut ids = Vec::with_capacity(cards.len());
+        for chunk in cards.chunks(BULK_CHUNK) {
+            let rows = txn
+                .query_all_raw(stmt(INSERT_CARDS, CardColumns::of(chunk).values()))
+                .await
+                .map_err(db_err)?;
+            for row in &rows {
+                ids.push(CardId(row.try_get_by_index::<i64>(0).map_err(db_err)?));
+            }
+        }
+        txn.commit().await.map_err(db_err)?;
+        Ok(ids)
+    }
+
+    async fn list(&self, filter: &CardFilter, page: Page) -> StoreResult<Paged<Card>> {
+        let q = Self::filtered(filter).order_by_asc(iot_card::Column::Id);
+        paged(&self.db, q, page, convert::card).await
+    }
+
+    async fn list_ids(
+        &self,
+        filter: &CardFilter,
+        after: Option<CardId>,
+        limit: u32,
+    ) -> StoreResult<Vec<CardId>> {
+        let mut q = Self::filtered(filter);
+        if let Some(after) = after {
+            q = q.filter(iot_card::Column::Id.gt(after.get()));
+        }
+        let ids: Vec<i64> = q
+            .select_only()
+            .column(iot_card::Column::Id)
+            .order_by_asc(iot_card::Column::Id)
+            .limit(u64::from(limit))
+            .into_tuple()
+            .all(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(ids.into_iter().map(CardId).collect())
+    }
+
+    async fn page_polling_enabled(
+        &self,
+        after: Option<CardId>,
+        limit: u32,
+    ) -> StoreResult<Vec<CardMatchFields>> {
+        let after = after.map_or(i64::MIN, CardId::get);
+        let rows = self
+            .db
+            .query_all_raw(stmt(
+                PAGE_POLLING_ENABLED,
+                [after.into(), i64::from(limit).into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|row| {
+                // By index: this loop runs for every card of the fleet at initialisation.
+                let real_name: i16 = row.try_get_by_index(3).map_err(db_err)?;
+                let network: i16 = row.try_get_by_index(4).map_err(db_err)?;
+                Ok(CardMatchFields {
+                    id: CardId(row.try_get_by_index(0).map_err(db_err)?),
+                    carrier_id: CarrierId(row.try_get_by_index(1).map_err(db_err)?),
+                    card_category: if row.try_get_by_index::<bool>(2).map_err(db_err)? {
+                        CardCategory::Industry
+                    } else {
+                        CardCategory::Normal
+                    },
+                    real_name_status: RealNameStatus::try_from(real_name)
+                        .map_err(|e| crate::error::bad_column("real_name_status", e))?,
+                    network_status: NetworkStatus::try_from(network)
+                        .map_err(|e| crate::error::bad_column("network_status", e))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn ids_of_devices(&self, devices: &[DeviceId]) -> StoreResult<Vec<CardId>> {
+        if devices.is_empty() {
+            return Ok(Vec::new());
+        }
+        let devices: Vec<i64> = devices.iter().map(|d| d.get()).collect();
+        let rows = self
+            .db
+            .query_all_raw(stmt(
+                "SELECT id FROM tb_iot_card WHERE device_id = ANY($1) AND deleted_at IS NULL \
+                 ORDER BY id",
+                [devices.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| col::<i64>(r, "id").map(CardId))
+            .collect()
+    }
+
+    async fn count(&self) -> StoreResult<u64> {
+        Self::live().count(&self.db).await.map_err(db_err)
+    }
+
+    async fn count_polling_enabled(&self) -> StoreResult<u64> {
+        count(&self.db, stmt(COUNT_POLLING_ENABLED, [])).await
+    }
+
+    async fn set_real_name(&self, id: CardId, status: RealNameStatus) -> StoreResult<bool> {
+        let row = self
+            .db
+            .query_one_raw(stmt(
+                SET_REAL_NAME,
+                [id.get().into(), i16::from(status).into()],
+            ))
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| not_found("card", id))?;
+        if !col::<bool>(&row, "live")? {
+            return Err(not_found("card", id));
+        }
+        col(&row, "changed")
+    }
+
+    async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card> {
+        self.update_live(id, |q| {
+            q.col_expr(iot_card::Column::EnablePolling, Expr::value(enabled))
+        })
+        .await
+    }
+
+    async fn set_status(&self, id: CardId, status: i16) -> StoreResult<Card> {
+        self.update_live(id, |q| {
+            q.col_expr(iot_card::Column::Status, Expr::value(status))
+        })
+        .await
+    }
+
+    async fn set_device(&self, id: CardId, device: Option<DeviceId>) -> StoreResult<Card> {
+        let device = device.map(DeviceId::get);
+        self.update_live(id, |q| {
+            q.col_expr(iot_card::Column::DeviceId, Expr::value(device))
+        })
+        .await
+    }
+
+    async fn soft_delete(&self, id: CardId) -> StoreResult<bool> {
+        let res = iot_card::Entity::update_many()
+            .col_expr(iot_card::Column::DeletedAt, Expr::current_timestamp())
+            .col_expr(iot_card::Column::UpdatedAt, Expr::current_timestamp())
+            .filter(iot_card::Column::Id.eq(id.get()))
+            .filter(iot_card::Column::DeletedAt.is_null())
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(res.rows_affected > 0)
+    }
+
+    async fn record_state_change(&self, entry: &NewCardStateLog) -> StoreResult<()> {
+        let reason = StopReason::to_column(entry.stop_reason);
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let res = txn
+            .execute_raw(stmt(
+                SET_NETWORK_STATE,
+                [
+                    entry.card_id.get().into(),
+                    i16::from(entry.to_status).into(),
+                    reason.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        if res.rows_affected() == 0 {
+            // Dropping the transaction rolls it back.
+            return Err(not_found("card", entry.card_id));
+        }
+        card_state_log::ActiveModel {
+            iot_card_id: Set(entry.card_id.get()),
+            from_status: Set(i16::from(entry.from_status)),
+            to_status: Set(i16::from(entry.to_status)),
+            stop_reason: Set(reason.to_owned()),
+            trigger: Set(entry.trigger.clone()),
+            gateway_outcome: Set(entry.gateway_outcome.as_str().to_owned()),
+            ..Default::default()
+        }
+        .insert(&txn)
+        .await
+        .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn state_log(&self, id: CardId, page: Page) -> StoreResult<Paged<CardStateLog>> {
+        let q = card_state_log::Entity::find()
+            .filter(card_state_log::Column::IotCardId.eq(id.get()))
+            .order_by_desc(card_state_log::Column::CreatedAt)
+            .order_by_desc(card_state_log::Column::Id);
+        paged(&self.db, q, page, convert::state_log).await
+    }
+
+    async fn record_usage(
+        &self,
+        id: CardId,
+        update: &UsageUpdate,
+        month_total_mb: Megabytes,
+        owner: PackageOwner,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<DeductionStep>> {
+        let c = &update.counters;
+        let txn = self.db.begin().await.map_err(db_err)?;
+        // The card row first: its lock serialises concurrent usage polls of the same card.
+        let res = txn
+            .execute_raw(stmt(
+                SET_USAGE,
+                [
+                    id.get().into(),
+                    c.current_month_start_date.into(),
+                    c.current_month_usage_mb.into(),
+                    c.last_gateway_total_mb.into(),
+                    c.last_month_total_mb.into(),
+                    update.delta_mb.into(),
+                    now.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        if res.rows_affected() == 0 {
+            return Err(not_found("card", id));
+        }
+        if update.delta_mb > Decimal::ZERO || update.rolled_over {
+            txn.execute_raw(stmt(
+                INSERT_USAGE_RECORD,
+                [
+                    id.get().into(),
+                    update.delta_mb.into(),
+                    month_total_mb.into(),
+                    now.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        }
+        let steps = deduct_in(&txn, owner, update.delta_mb, now).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(steps)
+    }
+}

@@ -1,0 +1,531 @@
+//! [`PgPackageStore`]: products (`tb_package`) and bought packages (`tb_package_usage`),
+//! including the deduction shared with `record_usage` and the periodic batch jobs.
+
+use crate::card::BULK_CHUNK;
+use crate::convert::{self, owner_of};
+use crate::entity::{package, package_usage};
+use crate::error::db_err;
+use crate::sql::{col, models, stmt};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use domain::store::{PackageStore, StoreResult};
+use domain::{
+    CarrierPackage, DeductionStep, Megabytes, NewPackage, NewPackageUsage, Package, PackageId,
+    PackageOwner, PackageUsage, plan_deduction,
+};
+use rust_decimal::Decimal;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    DatabaseTransaction, EntityTrait, QueryFilter, QueryOrder, TransactionTrait, Value,
+};
+use std::collections::HashMap;
+
+/// The PostgreSQL [`PackageStore`]. Cheap to clone: the connection is a pool.
+#[derive(Debug, Clone)]
+pub struct PgPackageStore {
+    db: DatabaseConnection,
+}
+
+impl PgPackageStore {
+    pub fn new(db: DatabaseConnection) -> Self {
+        PgPackageStore { db }
+    }
+}
+
+/// The same statement for a card owner and a device owner: the column differs, nothing else.
+/// Built with `concat!` so both texts are static.
+macro_rules! lock_valid_sql {
+    ($owner:literal) => {
+        concat!(
+            "SELECT * FROM tb_package_usage WHERE ",
+            $owner,
+            " = $1 AND status = 'active' \
+             AND (activated_at IS NULL OR activated_at <= $2) \
+             AND (expires_at IS NULL OR expires_at > $2) \
+             ORDER BY expires_at NULLS LAST, id FOR UPDATE"
+        )
+    };
+}
+
+/// Duration of a package activated now: the product's `duration_days`, else the span the row
+/// already carries (`expires_at - activated_at`), else 30 days (a package without a product
+/// and without a window, e.g. one reported by the carrier). Used by both activation paths.
+macro_rules! activation_set_sql {
+    ($now:literal) => {
+        concat!(
+            "status = 'active', activated_at = ",
+            $now,
+            ", expires_at = ",
+            $now,
+            " + COALESCE((SELECT make_interval(days => pk.duration_days) FROM tb_package pk \
+                          WHERE pk.id = u.package_id), \
+                         u.expires_at - u.activated_at, interval '30 days'), \
+             next_reset_at = CASE WHEN u.reset_cycle = 'monthly' \
+                                  THEN COALESCE(u.next_reset_at, ",
+            $now,
+            " + interval '1 month') \
+                                  ELSE u.next_reset_at END, \
+             updated_at = ",
+            $now
+        )
+    };
+}
+
+macro_rules! activate_on_realname_sql {
+    ($owner:literal) => {
+        concat!(
+            "UPDATE tb_package_usage u SET ",
+            activation_set_sql!("$2"),
+            " WHERE u.",
+            $owner,
+            " = $1 AND u.status = 'pending' AND u.activate_on_realname"
+        )
+    };
+}
+
+/// Writes the carrier's packages of one owner. Rows whose carrier view did not change are not
+/// rewritten (no dead tuple, no WAL), so the count is "inserted or changed".
+macro_rules! upsert_carrier_sql {
+    ($owner:literal) => {
+        concat!(
+            "INSERT INTO tb_package_usage (",
+            $owner,
+            ", external_id, status, used_mb, data_limit_mb, activated_at, expires_at) \
+             SELECT $1::bigint, t.external_id, t.status, t.used_mb, \
+                    CASE WHEN t.has_limit THEN t.limit_mb END, \
+                    CASE WHEN t.has_activated THEN t.activated_at END, \
+                    CASE WHEN t.has_expires THEN t.expires_at END \
+             FROM UNNEST($2::varchar[], $3::varchar[], $4::numeric[], $5::numeric[], $6::bool[], \
+                         $7::timestamptz[], $8::bool[], $9::timestamptz[], $10::bool[]) \
+                  AS t(external_id, status, used_mb, limit_mb, has_limit, activated_at, \
+                       has_activated, expires_at, has_expires) \
+             ON CONFLICT (",
+            $owner,
+            ", external_id) WHERE ",
+            $owner,
+            " IS NOT NULL AND external_id IS NOT NULL \
+             DO UPDATE SET status = EXCLUDED.status, used_mb = EXCLUDED.used_mb, \
+                 data_limit_mb = EXCLUDED.data_limit_mb, activated_at = EXCLUDED.activated_at, \
+                 expires_at = EXCLUDED.expires_at, updated_at = now() \
+             WHERE (tb_package_usage.status, tb_package_usage.used_mb, \
+                    tb_package_usage.data_limit_mb, tb_package_usage.activated_at, \
+                    tb_package_usage.expires_at) \
+                   IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.used_mb, EXCLUDED.data_limit_mb, \
+                                     EXCLUDED.activated_at, EXCLUDED.expires_at)"
+        )
+    };
+}
+
+const ADD_USED: &str = r#"
+UPDATE tb_package_usage p SET used_mb = p.used_mb + v.add_mb, updated_at = $3
+FROM UNNEST($1::bigint[], $2::numeric[]) AS v(id, add_mb)
+WHERE p.id = v.id
+"#;
+
+/// Expiry then activation, one statement (so one transaction and one snapshot). The snapshot
+/// still shows the rows `expired` just changed as active, but with `expires_at <= now`, so they
+/// do not count as valid in `orphans`. Only owners touched by this expiry are considered for
+/// activation ("left without a valid package"). The activation re-checks `status = 'pending'`
+/// so a package activated concurrently (first real-name) is not activated twice.
+const EXPIRE_AND_ACTIVATE: &str = concat!(
+    r#"
+WITH expired AS (
+    UPDATE tb_package_usage
+    SET status = 'expired', updated_at = $1
+    WHERE status = 'active' AND expires_at <= $1
+    RETURNING iot_card_id, device_id
+),
+owners AS (
+    SELECT DISTINCT iot_card_id, device_id FROM expired
+),
+orphans AS (
+    SELECT o.iot_card_id, o.device_id FROM owners o
+    WHERE NOT EXISTS (
+        SELECT 1 FROM tb_package_usage v
+        WHERE (v.iot_card_id = o.iot_card_id OR v.device_id = o.device_id)
+          AND v.status = 'active'
+          AND (v.activated_at IS NULL OR v.activated_at <= $1)
+          AND (v.expires_at IS NULL OR v.expires_at > $1)
+    )
+),
+next AS (
+    SELECT n.id FROM orphans o
+    CROSS JOIN LATERAL (
+        SELECT p.id FROM tb_package_usage p
+        WHERE (p.iot_card_id = o.iot_card_id OR p.device_id = o.device_id)
+          AND p.status = 'pending' AND NOT p.activate_on_realname
+        ORDER BY p.created_at, p.id
+        LIMIT 1
+    ) n
+),
+activated AS (
+    UPDATE tb_package_usage u SET "#,
+    activation_set_sql!("$1"),
+    r#"
+    FROM next WHERE u.id = next.id AND u.status = 'pending'
+    RETURNING u.iot_card_id, u.device_id
+)
+SELECT iot_card_id, device_id FROM owners
+UNION
+SELECT iot_card_id, device_id FROM activated
+"#
+);
+
+/// Monthly reset. `next_reset_at` moves by whole months from its own value (so a reset
+/// anchored on the 31st stays on month ends) to the first boundary after `now`: normally one
+/// month; after downtime, as many as needed, so a backlog does not reset the same package
+/// again at every run.
+const RESET_MONTHLY: &str = r#"
+WITH reset AS (
+    UPDATE tb_package_usage u
+    SET used_mb = 0,
+        next_reset_at = u.next_reset_at + make_interval(months => COALESCE((
+            SELECT k FROM generate_series(1, 1200) AS k
+            WHERE u.next_reset_at + make_interval(months => k) > $1
+            ORDER BY k LIMIT 1), 1)),
+        updated_at = $1
+    WHERE u.reset_cycle = 'monthly' AND u.status = 'active' AND u.next_reset_at <= $1
+    RETURNING u.iot_card_id, u.device_id
+)
+SELECT DISTINCT iot_card_id, device_id FROM reset
+"#;
+
+/// Plans and applies a deduction inside the caller's transaction: locks the owner's valid
+/// packages (`FOR UPDATE`, in deduction order), plans with `domain::plan_deduction` and adds
+/// each step in one `UPDATE ... FROM UNNEST`.
+pub(crate) async fn deduct_in(
+    txn: &DatabaseTransaction,
+    owner: PackageOwner,
+    delta_real_mb: Megabytes,
+    now: DateTime<Utc>,
+) -> StoreResult<Vec<DeductionStep>> {
+    if delta_real_mb <= Decimal::ZERO {
+        return Ok(Vec::new());
+    }
+    let (sql, id) = match owner {
+        PackageOwner::Card(c) => (lock_valid_sql!("iot_card_id"), c.get()),
+        PackageOwner::Device(d) => (lock_valid_sql!("device_id"), d.get()),
+    };
+    let rows = models::<package_usage::Entity, _>(txn, stmt(sql, [id.into(), now.into()])).await?;
+    let packages: Vec<PackageUsage> = rows
+        .into_iter()
+        .map(convert::package_usage)
+        .collect::<StoreResult<_>>()?;
+    let steps = plan_deduction(&packages, delta_real_mb, now);
+    if !steps.is_empty() {
+        let ids: Vec<i64> = steps.iter().map(|s| s.id.get()).collect();
+        let adds: Vec<Decimal> = steps.iter().map(|s| s.add_virtual_mb).collect();
+        txn.execute_raw(stmt(ADD_USED, [ids.into(), adds.into(), now.into()]))
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(steps)
+}
+
+/// Reads `(iot_card_id, device_id)` rows into owners.
+fn owners(rows: &[sea_orm::QueryResult]) -> StoreResult<Vec<PackageOwner>> {
+    let mut out: Vec<PackageOwner> = rows
+        .iter()
+        .map(|r| owner_of(col(r, "iot_card_id")?, col(r, "device_id")?))
+        .collect::<StoreResult<_>>()?;
+    out.sort_by_key(|o| match o {
+        PackageOwner::Card(c) => (0, c.get()),
+        PackageOwner::Device(d) => (1, d.get()),
+    });
+    out.dedup();
+    Ok(out)
+}
+
+/// Column arrays of one chunk of `create_usages_bulk`; nullable columns travel with a `has_*`
+/// flag array (sea-query array values cannot hold NULL elements).
+#[derive(Default)]
+struct UsageColumns {
+    card: Vec<i64>,
+    has_card: Vec<bool>,
+    device: Vec<i64>,
+    has_device: Vec<bool>,
+    package: Vec<i64>,
+    has_package: Vec<bool>,
+    external: Vec<String>,
+    has_external: Vec<bool>,
+    status: Vec<String>,
+    limit: Vec<Decimal>,
+    has_limit: Vec<bool>,
+    ratio: Vec<Decimal>,
+    used: Vec<Decimal>,
+    on_realname: Vec<bool>,
+    activated: Vec<DateTime<Utc>>,
+    has_activated: Vec<bool>,
+    expires: Vec<DateTime<Utc>>,
+    has_expires: Vec<bool>,
+    reset_cycle: Vec<String>,
+    next_reset: Vec<DateTime<Utc>>,
+    has_next_reset: Vec<bool>,
+}
+
+fn push_opt<T: Default>(values: &mut Vec<T>, flags: &mut Vec<bool>, v: Option<T>) {
+    flags.push(v.is_some());
+    values.push(v.unwrap_or_default());
+}
+
+impl UsageColumns {
+    fn of(usages: &[NewPackageUsage]) -> Self {
+        let mut c = UsageColumns::default();
+        for u in usages {
+            let (card, device) = match u.owner {
+                PackageOwner::Card(id) => (Some(id.get()), None),
+                PackageOwner::Device(id) => (None, Some(id.get())),
+            };
+            push_opt(&mut c.card, &mut c.has_card, card);
+            push_opt(&mut c.device, &mut c.has_device, device);
+            push_opt(
+                &mut c.package,
+                &mut c.has_package,
+                u.package_id.map(PackageId::get),
+            );
+            push_opt(&mut c.external, &mut c.has_external, u.external_id.clone());
+            c.status.push(u.status.as_str().to_owned());
+            push_opt(&mut c.limit, &mut c.has_limit, u.data_limit_mb);
+            c.ratio.push(u.virtual_ratio);
+            c.used.push(u.used_mb);
+            c.on_realname.push(u.activate_on_realname);
+            push_opt(&mut c.activated, &mut c.has_activated, u.activated_at);
+            push_opt(&mut c.expires, &mut c.has_expires, u.expires_at);
+            c.reset_cycle.push(u.reset_cycle.as_str().to_owned());
+            push_opt(&mut c.next_reset, &mut c.has_next_reset, u.next_reset_at);
+        }
+        c
+    }
+
+    fn values(self) -> Vec<Value> {
+        vec![
+            self.card.into(),
+            self.has_card.into(),
+            self.device.into(),
+            self.has_device.into(),
+            self.package.into(),
+            self.has_package.into(),
+            self.external.into(),
+            self.has_external.into(),
+            self.status.into(),
+            self.limit.into(),
+            self.has_limit.into(),
+            self.ratio.into(),
+            self.used.into(),
+            self.on_realname.into(),
+            self.activated.into(),
+            self.has_activated.into(),
+            self.expires.into(),
+            self.has_expires.into(),
+            self.reset_cycle.into(),
+            self.next_reset.into(),
+            self.has_next_reset.into(),
+        ]
+    }
+}
+
+const INSERT_USAGES: &str = r#"
+INSERT INTO tb_package_usage (iot_card_id, device_id, package_id, external_id, status,
+                              data_limit_mb, virtual_ratio, used_mb, activate_on_realname,
+                              activated_at, expires_at, reset_cycle, next_reset_at)
+SELECT CASE WHEN has_card THEN card END, CASE WHEN has_device THEN device END,
+       CASE WHEN has_package THEN package END, CASE WHEN has_external THEN external END,
+       status, CASE WHEN has_limit THEN lim END, ratio, used, on_realname,
+       CASE WHEN has_activated THEN activated END, CASE WHEN has_expires THEN expires END,
+       reset_cycle, CASE WHEN has_next_reset THEN next_reset END
+FROM UNNEST($1::bigint[], $2::bool[], $3::bigint[], $4::bool[], $5::bigint[], $6::bool[],
+            $7::varchar[], $8::bool[], $9::varchar[], $10::numeric[], $11::bool[],
+            $12::numeric[], $13::numeric[], $14::bool[], $15::timestamptz[], $16::bool[],
+            $17::timestamptz[], $18::bool[], $19::varchar[], $20::timestamptz[], $21::bool[])
+     AS t(card, has_card, device, has_device, package, has_package, external, has_external,
+          status, lim, has_limit, ratio, used, on_realname, activated, has_activated,
+          expires, has_expires, reset_cycle, next_reset, has_next_reset)
+"#;
+
+#[async_trait]
+impl PackageStore for PgPackageStore {
+    async fn create_package(&self, input: &NewPackage) -> StoreResult<Package> {
+        let model = package::ActiveModel {
+            name: Set(input.name.clone()),
+            data_limit_mb: Set(input.data_limit_mb),
+            virtual_ratio: Set(input.virtual_ratio),
+            duration_days: Set(input.duration_days),
+            reset_cycle: Set(input.reset_cycle.as_str().to_owned()),
+            ..Default::default()
+        }
+        .insert(&self.db)
+        .await
+        .map_err(db_err)?;
+        convert::package(model)
+    }
+
+    async fn get_package(&self, id: PackageId) -> StoreResult<Option<Package>> {
+        package::Entity::find_by_id(id.get())
+            .one(&self.db)
+            .await
+            .map_err(db_err)?
+            .map(convert::package)
+            .transpose()
+    }
+
+    async fn create_usage(&self, u: &NewPackageUsage) -> StoreResult<PackageUsage> {
+        let (card, device) = match u.owner {
+            PackageOwner::Card(id) => (Some(id.get()), None),
+            PackageOwner::Device(id) => (None, Some(id.get())),
+        };
+        let model = package_usage::ActiveModel {
+            iot_card_id: Set(card),
+            device_id: Set(device),
+            package_id: Set(u.package_id.map(PackageId::get)),
+            external_id: Set(u.external_id.clone()),
+            status: Set(u.status.as_str().to_owned()),
+            data_limit_mb: Set(u.data_limit_mb),
+            virtual_ratio: Set(u.virtual_ratio),
+            used_mb: Set(u.used_mb),
+            activate_on_realname: Set(u.activate_on_realname),
+            activated_at: Set(u.activated_at),
+            expires_at: Set(u.expires_at),
+            reset_cycle: Set(u.reset_cycle.as_str().to_owned()),
+            next_reset_at: Set(u.next_reset_at),
+            ..Default::default()
+        }
+        .insert(&self.db)
+        .await
+        .map_err(db_err)?;
+        convert::package_usage(model)
+    }
+
+    async fn create_usages_bulk(&self, usages: &[NewPackageUsage]) -> StoreResult<u64> {
+        if usages.is_empty() {
+            return Ok(0);
+        }
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let mut written = 0;
+        for chunk in usages.chunks(BULK_CHUNK) {
+            let res = txn
+                .execute_raw(stmt(INSERT_USAGES, UsageColumns::of(chunk).values()))
+                .await
+                .map_err(db_err)?;
+            written += res.rows_affected();
+        }
+        txn.commit().await.map_err(db_err)?;
+        Ok(written)
+    }
+
+    async fn usages_of(&self, owner: PackageOwner) -> StoreResult<Vec<PackageUsage>> {
+        let q = package_usage::Entity::find();
+        let q = match owner {
+            PackageOwner::Card(c) => q.filter(package_usage::Column::IotCardId.eq(c.get())),
+            PackageOwner::Device(d) => q.filter(package_usage::Column::DeviceId.eq(d.get())),
+        };
+        q.order_by_asc(package_usage::Column::Id)
+            .all(&self.db)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(convert::package_usage)
+            .collect()
+    }
+
+    async fn deduct_data_usage(
+        &self,
+        owner: PackageOwner,
+        delta_real_mb: Megabytes,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<DeductionStep>> {
+        if delta_real_mb <= Decimal::ZERO {
+            return Ok(Vec::new());
+        }
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let steps = deduct_in(&txn, owner, delta_real_mb, now).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(steps)
+    }
+
+    async fn upsert_carrier_packages(
+        &self,
+        owner: PackageOwner,
+        packages: &[CarrierPackage],
+    ) -> StoreResult<u64> {
+        // One row per external_id (the last report wins): ON CONFLICT DO UPDATE refuses to
+        // touch the same row twice in one statement.
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(packages.len());
+        for (i, p) in packages.iter().enumerate() {
+            last.insert(p.external_id.as_str(), i);
+        }
+        let mut keep: Vec<usize> = last.into_values().collect();
+        keep.sort_unstable();
+        if keep.is_empty() {
+            return Ok(0);
+        }
+        let (mut ext, mut status, mut used) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut limit, mut has_limit) = (Vec::new(), Vec::new());
+        let (mut act, mut has_act, mut exp, mut has_exp) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for p in keep.iter().filter_map(|&i| packages.get(i)) {
+            ext.push(p.external_id.clone());
+            status.push(p.status.as_str().to_owned());
+            used.push(p.used_mb);
+            push_opt(&mut limit, &mut has_limit, p.limit_mb);
+            push_opt(&mut act, &mut has_act, p.activated_at);
+            push_opt(&mut exp, &mut has_exp, p.expires_at);
+        }
+        let (sql, id) = match owner {
+            PackageOwner::Card(c) => (upsert_carrier_sql!("iot_card_id"), c.get()),
+            PackageOwner::Device(d) => (upsert_carrier_sql!("device_id"), d.get()),
+        };
+        let values: Vec<Value> = vec![
+            id.into(),
+            ext.into(),
+            status.into(),
+            used.into(),
+            limit.into(),
+            has_limit.into(),
+            act.into(),
+            has_act.into(),
+            exp.into(),
+            has_exp.into(),
+        ];
+        let res = self
+            .db
+            .execute_raw(stmt(sql, values))
+            .await
+            .map_err(db_err)?;
+        Ok(res.rows_affected())
+    }
+
+    async fn activate_on_realname(
+        &self,
+        owner: PackageOwner,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let (sql, id) = match owner {
+            PackageOwner::Card(c) => (activate_on_realname_sql!("iot_card_id"), c.get()),
+            PackageOwner::Device(d) => (activate_on_realname_sql!("device_id"), d.get()),
+        };
+        let res = self
+            .db
+            .execute_raw(stmt(sql, [id.into(), now.into()]))
+            .await
+            .map_err(db_err)?;
+        Ok(res.rows_affected())
+    }
+
+    async fn expire_and_activate(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>> {
+        let rows = self
+            .db
+            .query_all_raw(stmt(EXPIRE_AND_ACTIVATE, [now.into()]))
+            .await
+            .map_err(db_err)?;
+        owners(&rows)
+    }
+
+    async fn reset_monthly(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>> {
+        let rows = self
+            .db
+            .query_all_raw(stmt(RESET_MONTHLY, [now.into()]))
+            .await
+            .map_err(db_err)?;
+        owners(&rows)
+    }
+}

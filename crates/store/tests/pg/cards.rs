@@ -1,0 +1,452 @@
+use crate::common::{active_usage, bound_card, new_card, now, setup};
+use chrono::{Duration, NaiveDate};
+use domain::store::Page;
+use domain::{
+    CardFilter, CardId, CarrierId, GatewayOutcome, MonthCounters, MonthUsage, NetworkStatus,
+    NewCardStateLog, NewDevice, PackageOwner, RealNameStatus, StopReason, StoreError,
+    apply_month_total,
+};
+use rust_decimal::Decimal;
+use rust_decimal_macros::dec;
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
+
+#[tokio::test]
+async fn card_round_trip_and_updates() -> anyhow::Result<()> {
+    let (_db, s) = setup().await?;
+    let device = s
+        .devices
+        .insert(&NewDevice {
+            device_no: "D-1".into(),
+            enable_polling: true,
+        })
+        .await?;
+    let mut input = new_card("8986000000000000001");
+    input.msisdn = Some("13800000001".into());
+    input.carrier_id = CarrierId(7);
+    let card = s.cards.insert(&input).await?;
+    assert_eq!(card.iccid, input.iccid);
+    assert_eq!(card.msisdn, input.msisdn);
+    assert_eq!(card.stop_reason, None);
+    assert_eq!(card.data_usage_mb, Decimal::ZERO);
+    assert_eq!(s.cards.get(card.id).await?, Some(card.clone()));
+
+    let other = s
+        .cards
+        .insert(&bound_card("8986000000000000002", device.id))
+        .await?;
+    assert_eq!(
+        s.cards
+            .get_many(&[other.id, card.id, CardId(999_999)])
+            .await?
+            .len(),
+        2
+    );
+    assert_eq!(s.cards.count().await?, 2);
+    assert_eq!(s.cards.ids_of_devices(&[device.id]).await?, vec![other.id]);
+
+    let by_carrier = CardFilter {
+        carrier_id: Some(CarrierId(7)),
+        ..CardFilter::default()
+    };
+    let page = s.cards.list(&by_carrier, Page::new(1, 10)).await?;
+    assert_eq!((page.total, page.items.len()), (1, 1));
+    assert_eq!(page.items[0].id, card.id);
+    let all = s.cards.list_ids(&CardFilter::default(), None, 10).await?;
+    assert_eq!(all, vec![card.id, other.id]);
+    assert_eq!(
+        s.cards
+            .list_ids(&CardFilter::default(), Some(card.id), 10)
+            .await?,
+        vec![other.id]
+    );
+
+    assert!(
+        s.cards
+            .set_real_name(card.id, RealNameStatus::Verified)
+            .await?
+    );
+    assert!(
+        !s.cards
+            .set_real_name(card.id, RealNameStatus::Verified)
+            .await?,
+        "unchanged"
+    );
+    assert!(
+        !s.cards
+            .set_enable_polling(card.id, false)
+            .await?
+            .enable_polling
+    );
+    assert_eq!(s.cards.set_status(card.id, 3).await?.status, 3);
+    assert_eq!(
+        s.cards
+            .set_device(card.id, Some(device.id))
+            .await?
+            .device_id,
+        Some(device.id)
+    );
+    assert_eq!(s.cards.set_device(card.id, None).await?.device_id, None);
+    let reread = s
+        .cards
+        .get(card.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert_eq!(reread.real_name_status, RealNameStatus::Verified);
+    assert!(reread.updated_at >= card.updated_at);
+
+    assert!(s.cards.soft_delete(card.id).await?);
+    assert!(!s.cards.soft_delete(card.id).await?, "already deleted");
+    assert_eq!(
+        s.cards.get(card.id).await?,
+        None,
+        "soft-deleted cards are invisible"
+    );
+    assert_eq!(s.cards.count().await?, 1);
+    assert!(matches!(
+        s.cards
+            .set_real_name(card.id, RealNameStatus::NotVerified)
+            .await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.cards.set_status(card.id, 1).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn duplicate_iccid_is_a_conflict_on_iccid_and_bad_device_is_invalid() -> anyhow::Result<()> {
+    let (_db, s) = setup().await?;
+    let card = s.cards.insert(&new_card("8986000000000000001")).await?;
+    match s.cards.insert(&new_card("8986000000000000001")).await {
+        Err(StoreError::Conflict { field, .. }) => assert_eq!(field, "iccid"),
+        other => panic!("expected a conflict on iccid, got {other:?}"),
+    }
+    // The same iccid may come back once the first card is deleted (partial unique index).
+    s.cards.soft_delete(card.id).await?;
+    s.cards.insert(&new_card("8986000000000000001")).await?;
+
+    let mut orphan = new_card("8986000000000000009");
+    orphan.device_id = Some(domain::DeviceId(424_242));
+    assert!(matches!(
+        s.cards.insert(&orphan).await,
+        Err(StoreError::Invalid(_))
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn state_change_updates_the_card_and_appends_its_log_row() -> anyhow::Result<()> {
+    let (_db, s) = setup().await?;
+    let card = s.cards.insert(&new_card("8986000000000000001")).await?;
+    let entry = NewCardStateLog {
+        card_id: card.id,
+        from_status: NetworkStatus::Online,
+        to_status: NetworkStatus::Stopped,
+        stop_reason: Some(StopReason::NoPackage),
+        trigger: "carddata".into(),
+        gateway_outcome: GatewayOutcome::Ok,
+    };
+    s.cards.record_state_change(&entry).await?;
+    let after = s
+        .cards
+        .get(card.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert_eq!(after.network_status, NetworkStatus::Stopped);
+    assert_eq!(after.stop_reason, Some(StopReason::NoPackage));
+
+    let resume = NewCardStateLog {
+        from_status: NetworkStatus::Stopped,
+        to_status: NetworkStatus::Online,
+        stop_reason: None,
+        trigger: "package_activation".into(),
+        ..entry.clone()
+    };
+    s.cards.record_state_change(&resume).await?;
+    let after = s
+        .cards
+        .get(card.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert_eq!(
+        (after.network_status, after.stop_reason),
+        (NetworkStatus::Online, None)
+    );
+
+    let log = s.cards.state_log(card.id, Page::new(1, 10)).await?;
+    assert_eq!(log.total, 2);
+    assert_eq!(log.items[0].entry, resume, "newest first");
+    assert_eq!(log.items[1].entry, entry);
+
+    // A missing card: nothing is written, not even the log row.
+    let ghost = NewCardStateLog {
+        card_id: CardId(987_654),
+        ..entry
+    };
+    assert!(matches!(
+        s.cards.record_state_change(&ghost).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(
+        s.cards
+            .state_log(CardId(987_654), Page::default())
+            .await?
+            .total,
+        0
+    );
+    Ok(())
+}
+
+fn date(y: i32, m: u32, d: u32) -> anyhow::Result<NaiveDate> {
+    NaiveDate::from_ymd_opt(y, m, d).ok_or_else(|| anyhow::anyhow!("bad date"))
+}
+
+#[tokio::test]
+async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Result<()> {
+    let (db, s) = setup().await?;
+    let now = now();
+    let card = s.cards.insert(&new_card("8986000000000000001")).await?;
+    let owner = PackageOwner::Card(card.id);
+    // Expires first: 10 MB of room at ratio 1.
+    let first = s
+        .packages
+        .create_usage(&active_usage(
+            owner,
+            Some(dec!(100)),
+            dec!(1),
+            dec!(90),
+            now - Duration::days(1),
+            now + Duration::days(5),
+        ))
+        .await?;
+    // Expires last: 50 real MB of room at ratio 2; takes the overage.
+    let last = s
+        .packages
+        .create_usage(&active_usage(
+            owner,
+            Some(dec!(100)),
+            dec!(2),
+            dec!(0),
+            now - Duration::days(1),
+            now + Duration::days(10),
+        ))
+        .await?;
+    // An expired package is never charged.
+    s.packages
+        .create_usage(&active_usage(
+            owner,
+            Some(dec!(100)),
+            dec!(1),
+            dec!(0),
+            now - Duration::days(9),
+            now - Duration::days(1),
+        ))
+        .await?;
+
+    // March's counters, then the carrier reports April: 500 MB.
+    let before = MonthCounters {
+        current_month_start_date: Some(date(2026, 3, 1)?),
+        current_month_usage_mb: dec!(820),
+        last_gateway_total_mb: dec!(820),
+        last_month_total_mb: dec!(700),
+    };
+    let update = apply_month_total(
+        &before,
+        &MonthUsage {
+            month: date(2026, 4, 2)?,
+            month_total_mb: dec!(500),
+        },
+    );
+    assert!(update.rolled_over);
+    let steps = s
+        .cards
+        .record_usage(card.id, &update, dec!(500), owner, now)
+        .await?;
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].id, first.id);
+    assert_eq!(steps[0].real_mb, dec!(10));
+    assert_eq!(steps[1].id, last.id);
+    assert_eq!(
+        steps[1].real_mb,
+        dec!(490),
+        "50 of room plus 440 of overage"
+    );
+    assert_eq!(steps.iter().map(|s| s.real_mb).sum::<Decimal>(), dec!(500));
+
+    let usages = s.packages.usages_of(owner).await?;
+    let used = |id| usages.iter().find(|u| u.id == id).map(|u| u.used_mb);
+    assert_eq!(used(first.id), Some(dec!(100)));
+    assert_eq!(used(last.id), Some(dec!(980)));
+
+    let after = s
+        .cards
+        .get(card.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert_eq!(after.usage, update.counters);
+    assert_eq!(after.usage.last_month_total_mb, dec!(820));
+    assert_eq!(
+        after.usage.current_month_start_date,
+        Some(date(2026, 4, 1)?)
+    );
+    assert_eq!(after.data_usage_mb, dec!(500));
+
+    // Same month, 530: a delta of 30 lands on the last package.
+    let next = apply_month_total(
+        &after.usage,
+        &MonthUsage {
+            month: date(2026, 4, 20)?,
+            month_total_mb: dec!(530),
+        },
+    );
+    let steps = s
+        .cards
+        .record_usage(card.id, &next, dec!(530), owner, now)
+        .await?;
+    assert_eq!(steps.len(), 1);
+    assert_eq!(
+        (steps[0].id, steps[0].real_mb, steps[0].add_virtual_mb),
+        (last.id, dec!(30), dec!(60))
+    );
+    // Nothing new: no record row, no step.
+    let after = s
+        .cards
+        .get(card.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    let same = apply_month_total(
+        &after.usage,
+        &MonthUsage {
+            month: date(2026, 4, 21)?,
+            month_total_mb: dec!(530),
+        },
+    );
+    assert!(
+        s.cards
+            .record_usage(card.id, &same, dec!(530), owner, now)
+            .await?
+            .is_empty()
+    );
+    assert_eq!(
+        s.cards.get(card.id).await?.map(|c| c.data_usage_mb),
+        Some(dec!(530))
+    );
+
+    let rows = db
+        .conn
+        .query_all_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "SELECT delta_mb, month_total_mb, recorded_at FROM tb_data_usage_record \
+             WHERE iot_card_id = $1 ORDER BY id",
+            [card.id.get().into()],
+        ))
+        .await?;
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].try_get::<Decimal>("", "delta_mb")?, dec!(500));
+    assert_eq!(rows[0].try_get::<Decimal>("", "month_total_mb")?, dec!(500));
+    assert_eq!(
+        rows[0].try_get::<chrono::DateTime<chrono::Utc>>("", "recorded_at")?,
+        now
+    );
+    assert_eq!(rows[1].try_get::<Decimal>("", "delta_mb")?, dec!(30));
+
+    // A deleted card is refused and nothing is charged.
+    s.cards.soft_delete(card.id).await?;
+    assert!(matches!(
+        s.cards
+            .record_usage(card.id, &next, dec!(560), owner, now)
+            .await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(
+        s.packages
+            .usages_of(owner)
+            .await?
+            .iter()
+            .map(|u| u.used_mb)
+            .sum::<Decimal>(),
+        dec!(1140)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn device_round_trip_and_soft_delete_unbinds_cards() -> anyhow::Result<()> {
+    let (_db, s) = setup().await?;
+    let on = s
+        .devices
+        .insert(&NewDevice {
+            device_no: "D-1".into(),
+            enable_polling: true,
+        })
+        .await?;
+    assert_eq!(s.devices.get(on.id).await?, Some(on.clone()));
+    match s
+        .devices
+        .insert(&NewDevice {
+            device_no: "D-1".into(),
+            enable_polling: false,
+        })
+        .await
+    {
+        Err(StoreError::Conflict { field, .. }) => assert_eq!(field, "device_no"),
+        other => panic!("expected a conflict on device_no, got {other:?}"),
+    }
+    let ids = s
+        .devices
+        .insert_bulk(&[
+            NewDevice {
+                device_no: "D-3".into(),
+                enable_polling: false,
+            },
+            NewDevice {
+                device_no: "D-2".into(),
+                enable_polling: true,
+            },
+        ])
+        .await?;
+    assert_eq!(ids.len(), 2);
+    assert_eq!(
+        s.devices.get(ids[0]).await?.map(|d| d.device_no),
+        Some("D-3".into())
+    );
+    assert_eq!(
+        s.devices.get(ids[1]).await?.map(|d| d.device_no),
+        Some("D-2".into())
+    );
+
+    let flags = s
+        .devices
+        .enable_polling_of(&[on.id, ids[0], domain::DeviceId(77_777)])
+        .await?;
+    assert_eq!(flags.len(), 2);
+    assert_eq!(flags.get(&on.id), Some(&true));
+    assert_eq!(flags.get(&ids[0]), Some(&false));
+    assert!(
+        !s.devices
+            .set_enable_polling(on.id, false)
+            .await?
+            .enable_polling
+    );
+
+    let card = s
+        .cards
+        .insert(&bound_card("8986000000000000001", on.id))
+        .await?;
+    assert!(s.devices.soft_delete(on.id).await?);
+    assert!(!s.devices.soft_delete(on.id).await?);
+    assert_eq!(s.devices.get(on.id).await?, None);
+    assert_eq!(
+        s.cards.get(card.id).await?.and_then(|c| c.device_id),
+        None,
+        "unbound"
+    );
+    assert!(s.devices.enable_polling_of(&[on.id]).await?.is_empty());
+    assert!(matches!(
+        s.devices.set_enable_polling(on.id, true).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    Ok(())
+}

@@ -1,0 +1,9 @@
+//! Integration tests of the PostgreSQL stores, against a real PostgreSQL: every test owns a
+//! fresh database cloned from the migrated template (`test_support::TestDb`).
+
+mod admin;
+mod bulk;
+mod cards;
+mod common;
+mod packages;
+mod schema;
