@@ -19,6 +19,36 @@ impl PollingQueueManager {
         Ok(())
     }
 
+    /// Pushes many cards on the manual list of `task` (batch trigger), 1,000 per RPUSH, in one
+    /// round trip.
+    pub async fn enqueue_manual_many(
+        &self,
+        cards: &[CardId],
+        task: TaskType,
+    ) -> Result<(), QueueError> {
+        if cards.is_empty() {
+            return Ok(());
+        }
+        let key = self.keys.render(&RedisKey::Manual { task });
+        let pipe = self.pool.next().pipeline();
+        for chunk in cards.chunks(1_000) {
+            let members: Vec<String> = chunk.iter().map(CardId::to_string).collect();
+            let _: () = pipe.rpush(key.as_str(), members).await?;
+        }
+        let _: Vec<i64> = pipe.all().await?;
+        Ok(())
+    }
+
+    /// Empties the manual list of `task` (operator cancel); how many cards were waiting.
+    pub async fn clear_manual(&self, task: TaskType) -> Result<u64, QueueError> {
+        let key = self.keys.render(&RedisKey::Manual { task });
+        let pipe = self.pool.next().pipeline();
+        let _: () = pipe.llen(key.as_str()).await?;
+        let _: () = pipe.del(key.as_str()).await?;
+        let (len, _deleted): (u64, i64) = pipe.all().await?;
+        Ok(len)
+    }
+
     /// Pops up to `n` cards from the manual list of `task`. The cards' queue entries are not
     /// touched: they keep their scheduled time.
     pub async fn take_manual(&self, task: TaskType, n: usize) -> Result<Vec<CardId>, QueueError> {
