@@ -1,0 +1,301 @@
+//! [`CardInitializer`]: fills the sharded queues from the whole fleet (RULES.md "Initializer").
+//!
+//! A reader task streams keyset pages of polling-enabled cards (one page ahead of the writers);
+//! each page is matched against one config snapshot and bucketed by shard and type into
+//! variadic `ZADD NX` commands; the commands go out as pipelines over the pool's connections
+//! while the next page is read and matched. Progress is recorded after each page is written.
+
+mod progress;
+mod writer;
+
+pub use progress::{InitProgress, InitStatus};
+pub use writer::first_score;
+
+use crate::LifecycleError;
+use domain::store::CardStore;
+use domain::{CardId, CardMatchFields, Clock};
+use fred::prelude::*;
+use polling_config::PollingConfigManager;
+use polling_queue::{Keys, LeaseToken, RedisKey, SingletonLease};
+use progress::Totals;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use writer::Batcher;
+
+/// The lease job name.
+const JOB: &str = "initializer";
+
+/// Tuning of a run. The defaults suit 10M cards on a small machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitSettings {
+    /// Must equal the queue manager's: a card lives on shard `card_id % shard_count`.
+    pub shard_count: u32,
+    /// Cards per keyset page (RULES.md: 100,000).
+    pub page_size: u32,
+    /// Score/member pairs per ZADD command.
+    pub members_per_command: usize,
+    /// ZADD commands per pipeline.
+    pub commands_per_pipeline: usize,
+    /// Pipelines in flight at once (spread over the pool's connections).
+    pub writers: usize,
+    /// TTL of the singleton lease; renewed every third of it while running.
+    pub lease_ttl: Duration,
+}
+
+impl Default for InitSettings {
+    fn default() -> Self {
+        Self {
+            shard_count: 16,
+            page_size: 100_000,
+            members_per_command: 1_000,
+            commands_per_pipeline: 50,
+            writers: 4,
+            lease_ttl: Duration::from_secs(30),
+        }
+    }
+}
+
+/// `Initial` refuses to run again after a completed run; `Repair` re-runs over a live system
+/// (ZADD NX never moves an existing score either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitMode {
+    Initial,
+    Repair,
+}
+
+/// The figures of a finished run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitReport {
+    pub processed: u64,
+    pub unmatched: u64,
+    /// Queue entries that were not there before.
+    pub added: u64,
+    pub shards: Vec<u64>,
+    pub elapsed: Duration,
+}
+
+/// Writes every polling-enabled, matched card into each queue its config schedules.
+#[derive(Clone)]
+pub struct CardInitializer {
+    cards: Arc<dyn CardStore>,
+    configs: PollingConfigManager,
+    pool: Pool,
+    keys: Keys,
+    lease: SingletonLease,
+    clock: Arc<dyn Clock>,
+    settings: InitSettings,
+}
+
+impl std::fmt::Debug for CardInitializer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CardInitializer")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CardInitializer {
+    pub fn new(
+        cards: Arc<dyn CardStore>,
+        configs: PollingConfigManager,
+        pool: Pool,
+        keys: Keys,
+        clock: Arc<dyn Clock>,
+        mut settings: InitSettings,
+    ) -> Self {
+        settings.shard_count = settings.shard_count.max(1);
+        settings.page_size = settings.page_size.max(1);
+        let lease = SingletonLease::new(pool.clone(), keys.clone());
+        Self {
+            cards,
+            configs,
+            pool,
+            keys,
+            lease,
+            clock,
+            settings,
+        }
+    }
+
+    fn progress_key(&self) -> String {
+        self.keys.render(&RedisKey::InitProgress)
+    }
+
+    /// The progress hash, if a run ever started.
+    pub async fn progress(&self) -> Result<Option<InitProgress>, LifecycleError> {
+        progress::read(&self.pool, &self.progress_key()).await
+    }
+
+    /// Whether no run has completed yet (`cmp-worker run` calls this at start).
+    pub async fn needs_run(&self) -> Result<bool, LifecycleError> {
+        Ok(self
+            .progress()
+            .await?
+            .is_none_or(|p| p.status != Some(InitStatus::Completed)))
+    }
+
+    /// Runs once under the singleton lease. Refuses when another node runs it, when the
+    /// recorded shard count differs, or (`Initial`) when a run already completed.
+    pub async fn run(&self, mode: InitMode) -> Result<InitReport, LifecycleError> {
+        let Some(lease) = self.lease.try_acquire(JOB, self.settings.lease_ttl).await? else {
+            return Err(LifecycleError::LeaseHeld {
+                job: JOB.to_owned(),
+            });
+        };
+        let result = tokio::select! {
+            r = self.run_locked(mode) => r,
+            e = self.keep_lease(&lease) => Err(e),
+        };
+        if let Err(error) = &result
+            && !matches!(
+                error,
+                LifecycleError::ShardCountMismatch { .. } | LifecycleError::AlreadyCompleted
+            )
+        {
+            tracing::error!(%error, "card initializer failed");
+            let msg = error.to_string();
+            let key = self.progress_key();
+            if let Err(e) =
+                progress::finish(&self.pool, &key, None, Some(&msg), self.clock.now()).await
+            {
+                tracing::warn!(error = %e, "could not record the initializer failure");
+            }
+        }
+        if let Err(error) = self.lease.release(lease).await {
+            tracing::warn!(%error, "could not release the initializer lease");
+        }
+        result
+    }
+
+    async fn keep_lease(&self, lease: &LeaseToken) -> LifecycleError {
+        let mut tick = tokio::time::interval(self.settings.lease_ttl / 3);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            match self.lease.renew(lease).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return LifecycleError::LeaseLost {
+                        job: JOB.to_owned(),
+                    };
+                }
+                Err(error) => tracing::warn!(%error, "initializer lease renewal failed; retrying"),
+            }
+        }
+    }
+
+    async fn run_locked(&self, mode: InitMode) -> Result<InitReport, LifecycleError> {
+        let s = self.settings;
+        let key = self.progress_key();
+        if let Some(p) = progress::read(&self.pool, &key).await? {
+            match p.shard_count {
+                Some(recorded) if recorded != s.shard_count => {
+                    return Err(LifecycleError::ShardCountMismatch {
+                        recorded,
+                        configured: s.shard_count,
+                    });
+                }
+                _ if mode == InitMode::Initial && p.status == Some(InitStatus::Completed) => {
+                    return Err(LifecycleError::AlreadyCompleted);
+                }
+                _ => {}
+            }
+        }
+        let started = std::time::Instant::now();
+        let mode_name = if mode == InitMode::Repair {
+            "repair"
+        } else {
+            "initial"
+        };
+        progress::start(&self.pool, &key, s.shard_count, mode_name, self.clock.now()).await?;
+        // The sets own every task of the run: dropping the run (abort) stops them all.
+        let (mut reader, mut writes) = (JoinSet::new(), JoinSet::new());
+        let (tx, mut pages) = mpsc::channel(1);
+        reader.spawn(read_pages(self.cards.clone(), s.page_size, tx));
+        let total = self.cards.count_polling_enabled().await?;
+        progress::set_total(&self.pool, &key, total).await?;
+        tracing::info!(
+            total,
+            mode = mode_name,
+            shards = s.shard_count,
+            "card initializer started"
+        );
+
+        let batcher = Batcher::new(&self.keys, s.shard_count, s.members_per_command);
+        let mut totals = Totals::new(s.shard_count);
+        while let Some(page) = pages.recv().await {
+            let page = page?;
+            let (snapshot, now) = (self.configs.snapshot(), self.clock.now().timestamp());
+            let (commands, counts) = batcher.page(&page, &snapshot, now);
+            let write = writer::write(
+                self.pool.clone(),
+                commands,
+                s.commands_per_pipeline,
+                s.writers,
+            );
+            writes.spawn(async move { write.await.map(|added| (counts, added)) });
+            // At most two pages in flight: the previous one finishes while this one is written.
+            while writes.len() > 1 {
+                self.record_next(&mut writes, &mut totals).await?;
+            }
+        }
+        while !writes.is_empty() {
+            self.record_next(&mut writes, &mut totals).await?;
+        }
+        progress::finish(&self.pool, &key, Some(&totals), None, self.clock.now()).await?;
+        tracing::info!(
+            processed = totals.processed,
+            unmatched = totals.unmatched,
+            added = totals.added,
+            "card initializer completed"
+        );
+        Ok(InitReport {
+            processed: totals.processed,
+            unmatched: totals.unmatched,
+            added: totals.added,
+            shards: totals.shards,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// Waits for one page write and records the totals in the progress hash.
+    async fn record_next(
+        &self,
+        writes: &mut JoinSet<PageResult>,
+        totals: &mut Totals,
+    ) -> Result<(), LifecycleError> {
+        let Some(joined) = writes.join_next().await else {
+            return Ok(());
+        };
+        let (counts, added) = joined.map_err(|e| LifecycleError::Task(e.to_string()))??;
+        totals.add(&counts, added);
+        progress::page_done(&self.pool, &self.progress_key(), totals).await
+    }
+}
+
+type PageResult = Result<(writer::PageCounts, u64), LifecycleError>;
+
+/// Streams keyset pages into `tx` until the fleet is exhausted (or the receiver is gone).
+async fn read_pages(
+    cards: Arc<dyn CardStore>,
+    page_size: u32,
+    tx: mpsc::Sender<Result<Vec<CardMatchFields>, LifecycleError>>,
+) {
+    let mut after: Option<CardId> = None;
+    loop {
+        let page = cards.page_polling_enabled(after, page_size).await;
+        let (last, full) = match &page {
+            Ok(p) => (p.last().map(|c| c.id), p.len() == page_size as usize),
+            Err(_) => (None, false),
+        };
+        if page.as_ref().is_ok_and(Vec::is_empty)
+            || tx.send(page.map_err(Into::into)).await.is_err()
+            || !full
+        {
+            return;
+        }
+        after = last;
+    }
+}

@@ -1,0 +1,24 @@
+//! What happens to the queues when a card's life changes, and how the queues are first filled.
+//!
+//! * [`PollingLifecycleService`]: card created (one or a batch), status changed, enabled,
+//!   disabled, deleted, and a device's polling switch flipped. Used by the API process (with no
+//!   scheduler anywhere) and by the worker.
+//! * [`CardInitializer`]: streams every polling-enabled card, matches its config and writes the
+//!   whole fleet into the sharded queues with pipelined `ZADD NX`, under the singleton lease,
+//!   with its progress in `polling:init:progress`.
+//!
+//! This crate owns those two flows. It reads PostgreSQL only through the store traits of
+//! `domain` (never the `store` crate), takes key names from `polling-queue`'s [`Keys`]
+//! (never spells a `polling:*` name) and must not depend on the scheduler or the handlers.
+//!
+//! [`Keys`]: polling_queue::Keys
+
+mod error;
+mod initializer;
+mod service;
+
+pub use error::LifecycleError;
+pub use initializer::{
+    CardInitializer, InitMode, InitProgress, InitReport, InitSettings, InitStatus, first_score,
+};
+pub use service::{Outcome, PollingLifecycleService};
