@@ -1,6 +1,8 @@
 //! [`HttpGateway`]: the protocol over one pooled HTTP client.
 
-use crate::protocol::{CardRequest, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer, parse_month};
+use crate::protocol::{
+    CardRequest, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer, parse_month,
+};
 use crate::{CallKind, CarrierGateway, GatewayError};
 use async_trait::async_trait;
 use domain::{CarrierPackage, MonthUsage, NetworkStatus, RateLimiter, RealNameStatus};
@@ -43,7 +45,10 @@ impl RetryPolicy {
     pub fn backoff(&self, retry: u32) -> Duration {
         let exp = self
             .base_delay
-            .saturating_mul(1u32.checked_shl(retry.saturating_sub(1)).unwrap_or(u32::MAX))
+            .saturating_mul(
+                1u32.checked_shl(retry.saturating_sub(1))
+                    .unwrap_or(u32::MAX),
+            )
             .min(self.max_delay);
         let ms = u64::try_from(exp.as_millis()).unwrap_or(u64::MAX);
         Duration::from_millis(rand::rng().random_range(ms / 2..=ms))
@@ -131,8 +136,16 @@ impl HttpGateway {
     }
 
     /// One protocol call: a single try for queries, up to `retry.attempts` for commands.
-    async fn call<T: DeserializeOwned>(&self, kind: CallKind, iccid: &str) -> Result<T, GatewayError> {
-        let attempts = if kind.is_command() { self.config.retry.attempts.max(1) } else { 1 };
+    async fn call<T: DeserializeOwned>(
+        &self,
+        kind: CallKind,
+        iccid: &str,
+    ) -> Result<T, GatewayError> {
+        let attempts = if kind.is_command() {
+            self.config.retry.attempts.max(1)
+        } else {
+            1
+        };
         let mut tried = 1;
         loop {
             let err = match self.attempt(kind, iccid).await {
@@ -143,7 +156,9 @@ impl HttpGateway {
                 return Err(err);
             }
             let delay = match &err {
-                GatewayError::Throttled { retry_after: Some(after) } => {
+                GatewayError::Throttled {
+                    retry_after: Some(after),
+                } => {
                     if *after > self.config.retry.max_retry_after {
                         return Err(err);
                     }
@@ -158,7 +173,11 @@ impl HttpGateway {
     }
 
     /// One HTTP request, after its rate-limit slot; records the metrics.
-    async fn attempt<T: DeserializeOwned>(&self, kind: CallKind, iccid: &str) -> Result<T, GatewayError> {
+    async fn attempt<T: DeserializeOwned>(
+        &self,
+        kind: CallKind,
+        iccid: &str,
+    ) -> Result<T, GatewayError> {
         if let Err(e) = self.wait_for_slot(kind).await {
             record(kind, "rate_limited", None);
             return Err(e);
@@ -188,7 +207,11 @@ impl HttpGateway {
             return Ok(());
         }
         match limiter
-            .reserve(&self.config.rate_limit_bucket, rate, self.config.max_rate_wait)
+            .reserve(
+                &self.config.rate_limit_bucket,
+                rate,
+                self.config.max_rate_wait,
+            )
             .await
         {
             Ok(Some(wait)) => {
@@ -205,12 +228,18 @@ impl HttpGateway {
         }
     }
 
-    async fn request<T: DeserializeOwned>(&self, kind: CallKind, iccid: &str) -> Result<T, GatewayError> {
+    async fn request<T: DeserializeOwned>(
+        &self,
+        kind: CallKind,
+        iccid: &str,
+    ) -> Result<T, GatewayError> {
         let url = format!("{}{}", self.base, kind.path());
         let resp = self
             .client
             .post(url)
-            .json(&CardRequest { iccid: iccid.to_owned() })
+            .json(&CardRequest {
+                iccid: iccid.to_owned(),
+            })
             .send()
             .await
             .map_err(from_reqwest)?;
@@ -297,7 +326,10 @@ impl CarrierGateway for HttpGateway {
         check_iccid(CallKind::Usage, iccid, &a.iccid)?;
         let month = parse_month(&a.month)
             .ok_or_else(|| GatewayError::Decode(format!("bad month `{}`", a.month)))?;
-        Ok(MonthUsage { month, month_total_mb: a.month_total_mb })
+        Ok(MonthUsage {
+            month,
+            month_total_mb: a.month_total_mb,
+        })
     }
 
     async fn packages(&self, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError> {
@@ -322,6 +354,142 @@ impl CarrierGateway for HttpGateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::{SimCardSpec, SimOptions, SimServer};
+    use domain::RateLimitError;
+
+    // `domain` builds `MockRateLimiter` but does not export it; the same mock, here.
+    mockall::mock! {
+        RateLimiter {}
+        #[async_trait]
+        impl RateLimiter for RateLimiter {
+            async fn reserve(&self, bucket: &str, per_second: u32, max_wait: Duration)
+                -> Result<Option<Duration>, RateLimitError>;
+        }
+    }
+
+    async fn sim_and_client(limiter: MockRateLimiter) -> (crate::sim::SimHandle, HttpGateway) {
+        let sim = SimServer::start(SimOptions::default()).await.unwrap();
+        sim.state()
+            .upsert_cards(vec![SimCardSpec::new("1")])
+            .unwrap();
+        let config = GatewayConfig {
+            rate_limit_per_sec: 10,
+            rate_limit_bucket: "carrier-x".into(),
+            max_rate_wait: Duration::from_millis(500),
+            ..GatewayConfig::new(sim.url())
+        };
+        let gw = HttpGateway::new(config, Some(Arc::new(limiter))).unwrap();
+        (sim, gw)
+    }
+
+    #[tokio::test]
+    async fn no_slot_means_throttled_without_a_request() {
+        let mut limiter = MockRateLimiter::new();
+        limiter
+            .expect_reserve()
+            .withf(|bucket, rate, wait| {
+                bucket == "carrier-x" && *rate == 10 && *wait == Duration::from_millis(500)
+            })
+            .times(4) // one query, three tries of the command
+            .returning(|_, _, _| Ok(None));
+        let (sim, gw) = sim_and_client(limiter).await;
+        assert_eq!(
+            gw.usage("1").await,
+            Err(GatewayError::Throttled { retry_after: None })
+        );
+        // A command retries a refused slot like any throttling, then gives up.
+        assert_eq!(
+            gw.stop("1").await,
+            Err(GatewayError::Throttled { retry_after: None })
+        );
+        assert_eq!(sim.state().stats().requests, 0);
+    }
+
+    #[tokio::test]
+    async fn a_reserved_slot_is_waited_for() {
+        let mut limiter = MockRateLimiter::new();
+        limiter
+            .expect_reserve()
+            .times(1)
+            .returning(|_, _, _| Ok(Some(Duration::from_millis(200))));
+        let (sim, gw) = sim_and_client(limiter).await;
+        let started = Instant::now();
+        assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert_eq!(sim.state().stats().requests, 1);
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_limiter_fails_open() {
+        let mut limiter = MockRateLimiter::new();
+        limiter
+            .expect_reserve()
+            .times(1)
+            .returning(|_, _, _| Err(RateLimitError("redis down".into())));
+        let (sim, gw) = sim_and_client(limiter).await;
+        assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+        assert_eq!(sim.state().stats().requests, 1);
+    }
+
+    #[tokio::test]
+    async fn a_zero_rate_skips_the_limiter() {
+        let limiter = MockRateLimiter::new(); // any call would panic
+        let (sim, gw) = sim_and_client(limiter).await;
+        let gw = HttpGateway {
+            config: Arc::new(GatewayConfig {
+                rate_limit_per_sec: 0,
+                ..gw.config().clone()
+            }),
+            ..gw
+        };
+        assert_eq!(gw.start("1").await, Ok(NetworkStatus::Online));
+        drop(sim);
+    }
+
+    #[tokio::test]
+    async fn a_mismatched_or_malformed_answer_is_a_decode_error() {
+        use axum::{Json, Router, routing::post};
+        let app = Router::new()
+            .route(
+                "/v1/cards/realname",
+                post(|| async {
+                    Json(serde_json::json!({"iccid": "other", "real_name_status": 1}))
+                }),
+            )
+            .route(
+                "/v1/cards/usage",
+                post(|| async {
+                    Json(serde_json::json!({"iccid": "1", "month": "April", "month_total_mb": 1}))
+                }),
+            )
+            .route("/v1/cards/packages", post(|| async { "not json" }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let gw = HttpGateway::new(GatewayConfig::new(format!("http://{addr}/")), None).unwrap();
+        assert!(matches!(
+            gw.realname("1").await,
+            Err(GatewayError::Decode(_))
+        ));
+        assert!(matches!(gw.usage("1").await, Err(GatewayError::Decode(_))));
+        assert!(matches!(
+            gw.packages("1").await,
+            Err(GatewayError::Decode(_))
+        ));
+        // Nothing listens on /v1/cards/stop: axum's 404 is the carrier not knowing the card.
+        assert_eq!(gw.stop("1").await, Err(GatewayError::NotFound));
+    }
+
+    #[tokio::test]
+    async fn connection_refused_is_a_transport_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let gw = HttpGateway::new(GatewayConfig::new(format!("http://{addr}")), None).unwrap();
+        let err = gw.usage("1").await.unwrap_err();
+        assert!(matches!(err, GatewayError::Transport(_)), "{err:?}");
+        assert!(err.is_retryable());
+    }
 
     #[test]
     fn backoff_grows_and_is_capped() {

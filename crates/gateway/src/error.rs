@@ -68,8 +68,20 @@ mod tests {
         assert!(GatewayError::Timeout.is_retryable());
         assert!(GatewayError::Throttled { retry_after: None }.is_retryable());
         assert!(GatewayError::Transport("reset".into()).is_retryable());
-        assert!(GatewayError::Carrier { status: 503, body: String::new() }.is_retryable());
-        assert!(!GatewayError::Carrier { status: 400, body: String::new() }.is_retryable());
+        assert!(
+            GatewayError::Carrier {
+                status: 503,
+                body: String::new()
+            }
+            .is_retryable()
+        );
+        assert!(
+            !GatewayError::Carrier {
+                status: 400,
+                body: String::new()
+            }
+            .is_retryable()
+        );
         assert!(!GatewayError::NotFound.is_retryable());
         assert!(!GatewayError::Decode("x".into()).is_retryable());
     }

@@ -80,9 +80,11 @@ mod tests {
     #[test]
     fn usage_reads_numbers_and_strings() {
         let a: UsageAnswer =
-            serde_json::from_str(r#"{"iccid":"1","month":"2026-04","month_total_mb":12.5}"#).unwrap();
+            serde_json::from_str(r#"{"iccid":"1","month":"2026-04","month_total_mb":12.5}"#)
+                .unwrap();
         let b: UsageAnswer =
-            serde_json::from_str(r#"{"iccid":"1","month":"2026-04","month_total_mb":"12.5"}"#).unwrap();
+            serde_json::from_str(r#"{"iccid":"1","month":"2026-04","month_total_mb":"12.5"}"#)
+                .unwrap();
         assert_eq!(a, b);
     }
 }

@@ -5,21 +5,30 @@ mod common;
 use chrono::{NaiveDate, TimeZone, Utc};
 use common::{client, config, register, sim, sim_with};
 use domain::{CarrierPackage, ManualClock, NetworkStatus, PackageStatus, RealNameStatus};
-use gateway::sim::{FaultsPatch, Script, ScriptStep, SimCardPatch, SimCardSpec, SimControl, SimOptions};
+use gateway::sim::{
+    FaultsPatch, Script, ScriptStep, SimCardPatch, SimCardSpec, SimControl, SimOptions,
+};
 use gateway::{CallKind, CarrierGateway, GatewayError, HttpGateway};
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn script(call: CallKind, steps: &[u16]) -> Script {
-    Script { fail_next: steps.iter().map(|s| ScriptStep::Status(*s)).collect(), call: Some(call) }
+    Script {
+        fail_next: steps.iter().map(|s| ScriptStep::Status(*s)).collect(),
+        call: Some(call),
+    }
 }
 
 #[tokio::test]
 async fn every_call_round_trips() {
     // 2026-03-31 17:00 UTC is already April 1st in Shanghai: the sim reports its own month.
     let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 31, 17, 0, 0).unwrap());
-    let sim = sim_with(SimOptions { clock: Arc::new(clock), ..SimOptions::default() }).await;
+    let sim = sim_with(SimOptions {
+        clock: Arc::new(clock),
+        ..SimOptions::default()
+    })
+    .await;
     let pkg = CarrierPackage {
         external_id: "P-1".into(),
         status: PackageStatus::Active,
@@ -44,11 +53,22 @@ async fn every_call_round_trips() {
     assert_eq!(usage.month_total_mb, dec!(100.5));
     assert_eq!(gw.packages(id).await.unwrap(), vec![pkg]);
     assert_eq!(gw.stop(id).await.unwrap(), NetworkStatus::Stopped);
-    assert_eq!(sim.state().card(id).unwrap().network_status, NetworkStatus::Stopped);
+    assert_eq!(
+        sim.state().card(id).unwrap().network_status,
+        NetworkStatus::Stopped
+    );
     assert_eq!(gw.start(id).await.unwrap(), NetworkStatus::Online);
 
     let view = sim.state().card(id).unwrap();
-    assert_eq!((view.stop_calls, view.start_calls, view.stops_applied, view.starts_applied), (1, 1, 1, 1));
+    assert_eq!(
+        (
+            view.stop_calls,
+            view.start_calls,
+            view.stops_applied,
+            view.starts_applied
+        ),
+        (1, 1, 1, 1)
+    );
     assert_eq!(view.network_status, NetworkStatus::Online);
     sim.shutdown().await.unwrap();
 }
@@ -68,20 +88,39 @@ async fn unknown_card_is_not_found_and_never_retried() {
 async fn timeout_fires_at_the_configured_bound_without_blocking_the_sim() {
     let sim = sim().await;
     register(&sim, &["1"]);
-    sim.state().set_faults(FaultsPatch { timeout_rate: Some(1.0), ..FaultsPatch::default() }).unwrap();
+    sim.state()
+        .set_faults(FaultsPatch {
+            timeout_rate: Some(1.0),
+            ..FaultsPatch::default()
+        })
+        .unwrap();
     let gw = HttpGateway::new(
-        gateway::GatewayConfig { timeout: Duration::from_millis(300), ..config(&sim) },
+        gateway::GatewayConfig {
+            timeout: Duration::from_millis(300),
+            ..config(&sim)
+        },
         None,
     )
     .unwrap();
     let started = Instant::now();
     assert_eq!(gw.realname("1").await, Err(GatewayError::Timeout));
     let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(290) && elapsed < Duration::from_millis(600), "{elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_millis(290) && elapsed < Duration::from_millis(600),
+        "{elapsed:?}"
+    );
 
     // A hanging request holds only itself: others are answered at once.
-    sim.state().set_faults(FaultsPatch { timeout_rate: Some(0.0), ..FaultsPatch::default() }).unwrap();
-    sim.state().set_script(Script { fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)], call: Some(CallKind::Usage) });
+    sim.state()
+        .set_faults(FaultsPatch {
+            timeout_rate: Some(0.0),
+            ..FaultsPatch::default()
+        })
+        .unwrap();
+    sim.state().set_script(Script {
+        fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)],
+        call: Some(CallKind::Usage),
+    });
     let slow = tokio::spawn({
         let gw = gw.clone();
         async move { gw.usage("1").await }
@@ -92,7 +131,10 @@ async fn timeout_fires_at_the_configured_bound_without_blocking_the_sim() {
     assert!(quick.elapsed() < Duration::from_millis(200));
     assert_eq!(slow.await.unwrap(), Err(GatewayError::Timeout));
     // Shutdown ends hanging requests instead of waiting for them.
-    sim.state().set_script(Script { fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)], call: None });
+    sim.state().set_script(Script {
+        fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)],
+        call: None,
+    });
     let _hanging = tokio::spawn({
         let gw = client(&sim);
         async move { gw.realname("1").await }
@@ -118,9 +160,13 @@ async fn stop_succeeds_on_the_third_try_after_two_503s() {
 async fn stop_fails_with_the_last_error_after_three_tries() {
     let sim = sim().await;
     register(&sim, &["1"]);
-    sim.state().set_script(script(CallKind::Stop, &[503, 502, 500, 503]));
+    sim.state()
+        .set_script(script(CallKind::Stop, &[503, 502, 500, 503]));
     let err = client(&sim).stop("1").await.unwrap_err();
-    assert!(matches!(err, GatewayError::Carrier { status: 500, .. }), "{err:?}");
+    assert!(
+        matches!(err, GatewayError::Carrier { status: 500, .. }),
+        "{err:?}"
+    );
     assert!(err.is_retryable());
     let view = sim.state().card("1").unwrap();
     assert_eq!(view.stop_calls, 3, "three tries in all");
@@ -136,7 +182,10 @@ async fn a_429_with_retry_after_1_waits_about_a_second() {
     let started = Instant::now();
     assert_eq!(client(&sim).start("1").await, Ok(NetworkStatus::Online));
     let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(950) && elapsed < Duration::from_millis(1600), "{elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_millis(950) && elapsed < Duration::from_millis(1600),
+        "{elapsed:?}"
+    );
     assert_eq!(sim.state().card("1").unwrap().start_calls, 2);
 }
 
@@ -144,12 +193,19 @@ async fn a_429_with_retry_after_1_waits_about_a_second() {
 async fn a_retry_after_beyond_the_cap_ends_the_retries() {
     let sim = sim().await;
     register(&sim, &["1"]);
-    sim.state().set_faults(FaultsPatch { retry_after_secs: Some(30), ..FaultsPatch::default() }).unwrap();
+    sim.state()
+        .set_faults(FaultsPatch {
+            retry_after_secs: Some(30),
+            ..FaultsPatch::default()
+        })
+        .unwrap();
     sim.state().set_script(script(CallKind::Stop, &[429]));
     let started = Instant::now();
     assert_eq!(
         client(&sim).stop("1").await,
-        Err(GatewayError::Throttled { retry_after: Some(Duration::from_secs(30)) })
+        Err(GatewayError::Throttled {
+            retry_after: Some(Duration::from_secs(30))
+        })
     );
     assert!(started.elapsed() < Duration::from_millis(500));
     assert_eq!(sim.state().card("1").unwrap().stop_calls, 1);
@@ -161,13 +217,36 @@ async fn queries_never_retry() {
     register(&sim, &["1"]);
     let gw = client(&sim);
     sim.state().set_script(script(CallKind::Usage, &[503]));
-    assert!(matches!(gw.usage("1").await, Err(GatewayError::Carrier { status: 503, .. })));
+    assert!(matches!(
+        gw.usage("1").await,
+        Err(GatewayError::Carrier { status: 503, .. })
+    ));
     sim.state().set_script(script(CallKind::Realname, &[429]));
-    assert_eq!(gw.realname("1").await, Err(GatewayError::Throttled { retry_after: Some(Duration::from_secs(1)) }));
-    sim.state().set_faults(FaultsPatch { error_rate: Some(1.0), ..FaultsPatch::default() }).unwrap();
-    assert!(matches!(gw.packages("1").await, Err(GatewayError::Carrier { status: 503, .. })));
+    assert_eq!(
+        gw.realname("1").await,
+        Err(GatewayError::Throttled {
+            retry_after: Some(Duration::from_secs(1))
+        })
+    );
+    sim.state()
+        .set_faults(FaultsPatch {
+            error_rate: Some(1.0),
+            ..FaultsPatch::default()
+        })
+        .unwrap();
+    assert!(matches!(
+        gw.packages("1").await,
+        Err(GatewayError::Carrier { status: 503, .. })
+    ));
     let stats = sim.state().stats();
-    assert_eq!((stats.by_call["usage"], stats.by_call["realname"], stats.by_call["packages"]), (1, 1, 1));
+    assert_eq!(
+        (
+            stats.by_call["usage"],
+            stats.by_call["realname"],
+            stats.by_call["packages"]
+        ),
+        (1, 1, 1)
+    );
 }
 
 #[tokio::test]
@@ -180,7 +259,11 @@ async fn stop_start_counters_are_exact_under_16_concurrent_callers() {
             let gw = gw.clone();
             tokio::spawn(async move {
                 for j in 0..25 {
-                    let r = if (i + j) % 2 == 0 { gw.stop("1").await } else { gw.start("1").await };
+                    let r = if (i + j) % 2 == 0 {
+                        gw.stop("1").await
+                    } else {
+                        gw.start("1").await
+                    };
                     r.expect("call succeeds");
                 }
             })
@@ -199,14 +282,27 @@ async fn stop_start_counters_are_exact_under_16_concurrent_callers() {
 async fn quota_per_sec_answers_429_beyond_the_quota() {
     let sim = sim().await;
     register(&sim, &["1"]);
-    sim.state().set_faults(FaultsPatch { quota_per_sec: Some(5), ..FaultsPatch::default() }).unwrap();
+    sim.state()
+        .set_faults(FaultsPatch {
+            quota_per_sec: Some(5),
+            ..FaultsPatch::default()
+        })
+        .unwrap();
     let gw = client(&sim);
     // Start right after a second boundary so that the burst fits in one second.
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    tokio::time::sleep(Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()) + 10_000_000)).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    tokio::time::sleep(Duration::from_nanos(
+        1_000_000_000 - u64::from(now.subsec_nanos()) + 10_000_000,
+    ))
+    .await;
     let results = futures::future::join_all((0..20).map(|_| gw.realname("1"))).await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
-    let throttled = results.iter().filter(|r| matches!(r, Err(GatewayError::Throttled { .. }))).count();
+    let throttled = results
+        .iter()
+        .filter(|r| matches!(r, Err(GatewayError::Throttled { .. })))
+        .count();
     assert_eq!(ok + throttled, 20);
     assert_eq!(ok, 5, "{results:?}");
     assert_eq!(sim.state().stats().by_outcome["over_quota"], 15);
@@ -214,9 +310,16 @@ async fn quota_per_sec_answers_429_beyond_the_quota() {
 
 #[tokio::test]
 async fn usage_growth_is_deterministic() {
-    let seeded = |seed| SimOptions { seed, ..SimOptions::default() };
+    let seeded = |seed| SimOptions {
+        seed,
+        ..SimOptions::default()
+    };
     let (a, b) = (sim_with(seeded(7)).await, sim_with(seeded(7)).await);
-    let unseeded = SimCardSpec { growth_mb_per_query: None, month_total_mb: dec!(10), ..SimCardSpec::new("42") };
+    let unseeded = SimCardSpec {
+        growth_mb_per_query: None,
+        month_total_mb: dec!(10),
+        ..SimCardSpec::new("42")
+    };
     a.state().upsert_cards(vec![unseeded.clone()]).unwrap();
     b.state().upsert_cards(vec![unseeded]).unwrap();
     let growth = a.state().card("42").unwrap().growth_mb_per_query;
@@ -224,36 +327,73 @@ async fn usage_growth_is_deterministic() {
     for n in 1..=3 {
         let (ua, ub) = (ga.usage("42").await.unwrap(), gb.usage("42").await.unwrap());
         assert_eq!(ua, ub);
-        assert_eq!(ua.month_total_mb, dec!(10) + growth * rust_decimal::Decimal::from(n));
+        assert_eq!(
+            ua.month_total_mb,
+            dec!(10) + growth * rust_decimal::Decimal::from(n)
+        );
     }
 
-    let fixed = SimCardSpec { month_total_mb: dec!(100), growth_mb_per_query: Some(dec!(2.5)), ..SimCardSpec::new("9") };
-    a.state().upsert_cards(vec![fixed, SimCardSpec { month_total_mb: dec!(7), ..SimCardSpec::new("0") }]).unwrap();
-    let totals: Vec<_> = [ga.usage("9").await, ga.usage("9").await, ga.usage("9").await]
-        .into_iter()
-        .map(|u| u.unwrap().month_total_mb)
-        .collect();
+    let fixed = SimCardSpec {
+        month_total_mb: dec!(100),
+        growth_mb_per_query: Some(dec!(2.5)),
+        ..SimCardSpec::new("9")
+    };
+    a.state()
+        .upsert_cards(vec![
+            fixed,
+            SimCardSpec {
+                month_total_mb: dec!(7),
+                ..SimCardSpec::new("0")
+            },
+        ])
+        .unwrap();
+    let totals: Vec<_> = [
+        ga.usage("9").await,
+        ga.usage("9").await,
+        ga.usage("9").await,
+    ]
+    .into_iter()
+    .map(|u| u.unwrap().month_total_mb)
+    .collect();
     assert_eq!(totals, vec![dec!(102.5), dec!(105.0), dec!(107.5)]);
     assert_eq!(ga.usage("0").await.unwrap().month_total_mb, dec!(7));
-    assert_eq!(ga.usage("0").await.unwrap().month_total_mb, dec!(7), "growth 0 keeps usage fixed");
+    assert_eq!(
+        ga.usage("0").await.unwrap().month_total_mb,
+        dec!(7),
+        "growth 0 keeps usage fixed"
+    );
 }
 
 #[tokio::test]
 async fn control_api_over_http() {
     let sim = sim().await;
     let ctl = SimControl::new(sim.url()).unwrap();
-    let cards: Vec<_> = (0..1000).map(|i| SimCardSpec::new(format!("8986{i:016}"))).collect();
+    let cards: Vec<_> = (0..1000)
+        .map(|i| SimCardSpec::new(format!("8986{i:016}")))
+        .collect();
     assert_eq!(ctl.put_cards(&cards).await.unwrap(), 1000);
     assert_eq!(sim.state().card_count(), 1000);
 
     let id = "89860000000000000007";
     let patched = ctl
-        .patch_card(id, &SimCardPatch { real_name_status: Some(RealNameStatus::NotVerified), month_total_mb: Some(dec!(55)), ..SimCardPatch::default() })
+        .patch_card(
+            id,
+            &SimCardPatch {
+                real_name_status: Some(RealNameStatus::NotVerified),
+                month_total_mb: Some(dec!(55)),
+                ..SimCardPatch::default()
+            },
+        )
         .await
         .unwrap()
         .unwrap();
     assert_eq!(patched.real_name_status, RealNameStatus::NotVerified);
-    assert!(ctl.patch_card("missing", &SimCardPatch::default()).await.unwrap().is_none());
+    assert!(
+        ctl.patch_card("missing", &SimCardPatch::default())
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(ctl.card("missing").await.unwrap().is_none());
 
     let gw = client(&sim);
@@ -262,9 +402,20 @@ async fn control_api_over_http() {
     gw.stop(id).await.unwrap();
     assert_eq!(ctl.card(id).await.unwrap().unwrap().stop_calls, 1);
 
-    let faults = ctl.set_faults(&FaultsPatch { latency_ms: Some(5), ..FaultsPatch::default() }).await.unwrap();
+    let faults = ctl
+        .set_faults(&FaultsPatch {
+            latency_ms: Some(5),
+            ..FaultsPatch::default()
+        })
+        .await
+        .unwrap();
     assert_eq!((faults.latency_ms, faults.error_rate), (5, 0.0));
-    assert_eq!(ctl.set_script(&script(CallKind::Start, &[503])).await.unwrap(), 1);
+    assert_eq!(
+        ctl.set_script(&script(CallKind::Start, &[503]))
+            .await
+            .unwrap(),
+        1
+    );
 
     let stats = ctl.stats().await.unwrap();
     assert_eq!(stats.requests, 3);
@@ -280,13 +431,48 @@ async fn the_sim_answers_bad_input_with_json_4xx() {
     let url = |p: &str| format!("{}{p}", sim.url());
     let cases = [
         (reqwest::Method::POST, "/v1/cards/usage", "not json", 400),
-        (reqwest::Method::POST, "/v1/cards/usage", r#"{"icc":"1"}"#, 422),
-        (reqwest::Method::POST, "/sim/cards", r#"{"cards":[{"iccid":""}]}"#, 422),
-        (reqwest::Method::POST, "/sim/cards", r#"{"cards":[{"iccid":"1","month":"2026-4"}]}"#, 422),
-        (reqwest::Method::POST, "/sim/cards", r#"{"cards":[{"iccid":"1","real_name_status":7}]}"#, 422),
-        (reqwest::Method::PUT, "/sim/faults", r#"{"error_rate":2}"#, 422),
-        (reqwest::Method::PUT, "/sim/faults", r#"{"eror_rate":0.1}"#, 422),
-        (reqwest::Method::PUT, "/sim/script", r#"{"fail_next":[200]}"#, 422),
+        (
+            reqwest::Method::POST,
+            "/v1/cards/usage",
+            r#"{"icc":"1"}"#,
+            422,
+        ),
+        (
+            reqwest::Method::POST,
+            "/sim/cards",
+            r#"{"cards":[{"iccid":""}]}"#,
+            422,
+        ),
+        (
+            reqwest::Method::POST,
+            "/sim/cards",
+            r#"{"cards":[{"iccid":"1","month":"2026-4"}]}"#,
+            422,
+        ),
+        (
+            reqwest::Method::POST,
+            "/sim/cards",
+            r#"{"cards":[{"iccid":"1","real_name_status":7}]}"#,
+            422,
+        ),
+        (
+            reqwest::Method::PUT,
+            "/sim/faults",
+            r#"{"error_rate":2}"#,
+            422,
+        ),
+        (
+            reqwest::Method::PUT,
+            "/sim/faults",
+            r#"{"eror_rate":0.1}"#,
+            422,
+        ),
+        (
+            reqwest::Method::PUT,
+            "/sim/script",
+            r#"{"fail_next":[200]}"#,
+            422,
+        ),
         (reqwest::Method::PATCH, "/sim/cards/nope", r#"{}"#, 404),
         (reqwest::Method::GET, "/no/such/route", "", 404),
     ];
@@ -302,8 +488,15 @@ async fn the_sim_answers_bad_input_with_json_4xx() {
         let json: serde_json::Value = resp.json().await.unwrap();
         assert!(json["error"].is_string(), "{method} {path}: {json}");
     }
-    let too_many: Vec<_> = (0..100_001).map(|i| SimCardSpec::new(i.to_string())).collect();
-    let resp = http.post(url("/sim/cards")).json(&serde_json::json!({ "cards": too_many })).send().await.unwrap();
+    let too_many: Vec<_> = (0..100_001)
+        .map(|i| SimCardSpec::new(i.to_string()))
+        .collect();
+    let resp = http
+        .post(url("/sim/cards"))
+        .json(&serde_json::json!({ "cards": too_many }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 413);
     assert_eq!(sim.state().card_count(), 0);
 }

@@ -15,13 +15,22 @@ async fn two_clients_sharing_50_per_second_stay_under_it() {
         .build_pool(2)
         .unwrap();
     pool.init().await.expect("Redis at 127.0.0.1:6379");
-    let prefix = format!("test-gateway-{}-{}:", std::process::id(), rand::random::<u32>());
+    let prefix = format!(
+        "test-gateway-{}-{}:",
+        std::process::id(),
+        rand::random::<u32>()
+    );
     let keys = Keys::new(prefix);
-    let limiter: Arc<dyn domain::RateLimiter> = Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
+    let limiter: Arc<dyn domain::RateLimiter> =
+        Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
 
     let sim = sim().await;
     register(&sim, &["1"]);
-    let cfg = GatewayConfig { rate_limit_per_sec: 50, rate_limit_bucket: "carrier-a".into(), ..config(&sim) };
+    let cfg = GatewayConfig {
+        rate_limit_per_sec: 50,
+        rate_limit_bucket: "carrier-a".into(),
+        ..config(&sim)
+    };
     let clients = [
         HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
         HttpGateway::new(cfg, Some(limiter)).unwrap(),
@@ -51,12 +60,25 @@ async fn two_clients_sharing_50_per_second_stay_under_it() {
     }
 
     let stats = sim.state().stats();
-    let busy: Vec<u64> = stats.per_second.iter().map(|s| s.requests).filter(|n| *n > 0).collect();
+    let busy: Vec<u64> = stats
+        .per_second
+        .iter()
+        .map(|s| s.requests)
+        .filter(|n| *n > 0)
+        .collect();
     assert!(busy.len() >= 3, "{busy:?}");
     // 50 per second plus the limiter's burst (100 ms worth: 5).
     assert!(busy.iter().all(|n| *n <= 56), "per-second counts {busy:?}");
-    assert!((130..=180).contains(&ok), "{ok} calls in 3 s at 50/s: {busy:?}");
+    assert!(
+        (130..=180).contains(&ok),
+        "{ok} calls in 3 s at 50/s: {busy:?}"
+    );
     assert_eq!(u64::from(ok), stats.requests);
 
-    let _: i64 = pool.del(keys.render(&RedisKey::RateLimit { bucket: "carrier-a".into() })).await.unwrap();
+    let _: i64 = pool
+        .del(keys.render(&RedisKey::RateLimit {
+            bucket: "carrier-a".into(),
+        }))
+        .await
+        .unwrap();
 }

@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "gateway-sim", about = "An in-memory carrier gateway speaking the CMP gateway protocol")]
+#[command(
+    name = "gateway-sim",
+    about = "An in-memory carrier gateway speaking the CMP gateway protocol"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,7 +59,9 @@ struct ServeArgs {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("CMP_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_env("CMP_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .init();
     let Command::Serve(args) = Cli::parse().command;
     let faults = Faults {
@@ -69,12 +74,27 @@ async fn main() -> anyhow::Result<()> {
         retry_after_secs: args.retry_after_secs,
         hang_ms: args.hang_ms,
     };
-    for (name, r) in [("--error-rate", faults.error_rate), ("--throttle-rate", faults.throttle_rate), ("--timeout-rate", faults.timeout_rate)] {
-        anyhow::ensure!((0.0..=1.0).contains(&r), "{name} must lie in 0..=1, got {r}");
+    for (name, r) in [
+        ("--error-rate", faults.error_rate),
+        ("--throttle-rate", faults.throttle_rate),
+        ("--timeout-rate", faults.timeout_rate),
+    ] {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&r),
+            "{name} must lie in 0..=1, got {r}"
+        );
     }
-    let opts = SimOptions { bind: args.bind, seed: args.seed, faults, timezone: args.timezone, ..SimOptions::default() };
+    let opts = SimOptions {
+        bind: args.bind,
+        seed: args.seed,
+        faults,
+        timezone: args.timezone,
+        ..SimOptions::default()
+    };
     let sim = SimServer::start(opts).await?;
-    shutdown_signal().await.context("waiting for a shutdown signal")?;
+    shutdown_signal()
+        .await
+        .context("waiting for a shutdown signal")?;
     sim.shutdown().await
 }
 

@@ -1,7 +1,10 @@
 //! [`SimControl`]: the control API of a simulator running elsewhere (another process, the
 //! bench), over HTTP. In-process tests can use [`super::SimState`] directly.
 
-use super::{Faults, FaultsPatch, MAX_CARDS_PER_CALL, Script, SimCardPatch, SimCardSpec, SimCardView, SimStats};
+use super::{
+    Faults, FaultsPatch, MAX_CARDS_PER_CALL, Script, SimCardPatch, SimCardSpec, SimCardView,
+    SimStats,
+};
 use anyhow::Context;
 use reqwest::StatusCode;
 use serde::Serialize;
@@ -33,20 +36,35 @@ impl SimControl {
             .no_proxy()
             .build()
             .context("building the sim control client")?;
-        Ok(Self { client, base: base_url.into().trim_end_matches('/').to_owned() })
+        Ok(Self {
+            client,
+            base: base_url.into().trim_end_matches('/').to_owned(),
+        })
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Option<T>> {
-        let resp = req.send().await.with_context(|| format!("{what}: request"))?;
+    async fn send<T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+        what: &str,
+    ) -> anyhow::Result<Option<T>> {
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("{what}: request"))?;
         let status = resp.status();
         if status == StatusCode::NOT_FOUND {
             return Ok(None);
         }
-        let body = resp.bytes().await.with_context(|| format!("{what}: reading the answer"))?;
+        let body = resp
+            .bytes()
+            .await
+            .with_context(|| format!("{what}: reading the answer"))?;
         if !status.is_success() {
             anyhow::bail!("{what}: {status}: {}", String::from_utf8_lossy(&body));
         }
-        serde_json::from_slice(&body).with_context(|| format!("{what}: decoding the answer")).map(Some)
+        serde_json::from_slice(&body)
+            .with_context(|| format!("{what}: decoding the answer"))
+            .map(Some)
     }
 
     fn url(&self, path: &str) -> String {
@@ -57,7 +75,10 @@ impl SimControl {
     pub async fn put_cards(&self, cards: &[SimCardSpec]) -> anyhow::Result<usize> {
         let mut n = 0;
         for chunk in cards.chunks(MAX_CARDS_PER_CALL) {
-            let req = self.client.post(self.url("/sim/cards")).json(&CardsBody { cards: chunk });
+            let req = self
+                .client
+                .post(self.url("/sim/cards"))
+                .json(&CardsBody { cards: chunk });
             let _: Option<serde_json::Value> = self.send(req, "POST /sim/cards").await?;
             n += chunk.len();
         }
@@ -71,25 +92,39 @@ impl SimControl {
     }
 
     /// `None`: unknown card.
-    pub async fn patch_card(&self, iccid: &str, patch: &SimCardPatch) -> anyhow::Result<Option<SimCardView>> {
-        let req = self.client.patch(self.url(&format!("/sim/cards/{iccid}"))).json(patch);
+    pub async fn patch_card(
+        &self,
+        iccid: &str,
+        patch: &SimCardPatch,
+    ) -> anyhow::Result<Option<SimCardView>> {
+        let req = self
+            .client
+            .patch(self.url(&format!("/sim/cards/{iccid}")))
+            .json(patch);
         self.send(req, "PATCH /sim/cards/{iccid}").await
     }
 
     pub async fn set_faults(&self, patch: &FaultsPatch) -> anyhow::Result<Faults> {
         let req = self.client.put(self.url("/sim/faults")).json(patch);
-        self.send(req, "PUT /sim/faults").await?.context("PUT /sim/faults: route missing")
+        self.send(req, "PUT /sim/faults")
+            .await?
+            .context("PUT /sim/faults: route missing")
     }
 
     /// Answers the number of pending steps.
     pub async fn set_script(&self, script: &Script) -> anyhow::Result<usize> {
         let req = self.client.put(self.url("/sim/script")).json(script);
-        let p: Pending = self.send(req, "PUT /sim/script").await?.context("PUT /sim/script: route missing")?;
+        let p: Pending = self
+            .send(req, "PUT /sim/script")
+            .await?
+            .context("PUT /sim/script: route missing")?;
         Ok(p.pending)
     }
 
     pub async fn stats(&self) -> anyhow::Result<SimStats> {
         let req = self.client.get(self.url("/sim/stats"));
-        self.send(req, "GET /sim/stats").await?.context("GET /sim/stats: route missing")
+        self.send(req, "GET /sim/stats")
+            .await?
+            .context("GET /sim/stats: route missing")
     }
 }

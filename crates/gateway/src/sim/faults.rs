@@ -5,8 +5,8 @@ use super::mix64;
 use crate::CallKind;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The fault knobs (`PUT /sim/faults`, `gateway-sim serve --…`). Rates are probabilities per
@@ -123,9 +123,12 @@ impl FaultState {
         let r = Ordering::Relaxed;
         self.latency_ms.store(f.latency_ms, r);
         self.jitter_ms.store(f.jitter_ms, r);
-        self.error_rate.store(f.error_rate.clamp(0.0, 1.0).to_bits(), r);
-        self.throttle_rate.store(f.throttle_rate.clamp(0.0, 1.0).to_bits(), r);
-        self.timeout_rate.store(f.timeout_rate.clamp(0.0, 1.0).to_bits(), r);
+        self.error_rate
+            .store(f.error_rate.clamp(0.0, 1.0).to_bits(), r);
+        self.throttle_rate
+            .store(f.throttle_rate.clamp(0.0, 1.0).to_bits(), r);
+        self.timeout_rate
+            .store(f.timeout_rate.clamp(0.0, 1.0).to_bits(), r);
         self.quota_per_sec.store(f.quota_per_sec, r);
         self.retry_after_secs.store(f.retry_after_secs, r);
         self.hang_ms.store(f.hang_ms, r);
@@ -169,7 +172,11 @@ impl FaultState {
     pub(crate) fn latency(&self) -> Duration {
         let base = self.latency_ms.load(Ordering::Relaxed);
         let jitter = self.jitter_ms.load(Ordering::Relaxed);
-        let extra = if jitter == 0 { 0 } else { (self.draw() * (jitter + 1) as f64) as u64 };
+        let extra = if jitter == 0 {
+            0
+        } else {
+            (self.draw() * (jitter + 1) as f64) as u64
+        };
         Duration::from_millis(base + extra.min(jitter))
     }
 
@@ -215,7 +222,9 @@ impl FaultState {
     /// Takes the next scripted step meant for `kind`, if any.
     pub(crate) fn next_scripted(&self, kind: CallKind) -> Option<ScriptStep> {
         let mut q = self.script.lock().unwrap_or_else(|p| p.into_inner());
-        let pos = q.iter().position(|(call, _)| call.is_none_or(|c| c == kind))?;
+        let pos = q
+            .iter()
+            .position(|(call, _)| call.is_none_or(|c| c == kind))?;
         q.remove(pos).map(|(_, step)| step)
     }
 }
@@ -275,7 +284,13 @@ mod tests {
 
     #[test]
     fn quota_resets_each_second() {
-        let f = FaultState::new(Faults { quota_per_sec: 2, ..Faults::default() }, 0);
+        let f = FaultState::new(
+            Faults {
+                quota_per_sec: 2,
+                ..Faults::default()
+            },
+            0,
+        );
         assert!(f.within_quota(10) && f.within_quota(10));
         assert!(!f.within_quota(10));
         assert!(f.within_quota(11));
@@ -283,20 +298,51 @@ mod tests {
 
     #[test]
     fn script_steps_parse_and_filter_by_call() {
-        let s: Script = serde_json::from_str(r#"{"fail_next":[503,"hang",429],"call":"stop"}"#).unwrap();
+        let s: Script =
+            serde_json::from_str(r#"{"fail_next":[503,"hang",429],"call":"stop"}"#).unwrap();
         let f = FaultState::new(Faults::default(), 0);
         assert_eq!(f.set_script(s), 3);
         assert_eq!(f.next_scripted(CallKind::Usage), None);
-        assert_eq!(f.next_scripted(CallKind::Stop), Some(ScriptStep::Status(503)));
-        assert_eq!(f.next_scripted(CallKind::Stop), Some(ScriptStep::Hang(Hang::Hang)));
-        assert_eq!(f.next_scripted(CallKind::Stop), Some(ScriptStep::Status(429)));
+        assert_eq!(
+            f.next_scripted(CallKind::Stop),
+            Some(ScriptStep::Status(503))
+        );
+        assert_eq!(
+            f.next_scripted(CallKind::Stop),
+            Some(ScriptStep::Hang(Hang::Hang))
+        );
+        assert_eq!(
+            f.next_scripted(CallKind::Stop),
+            Some(ScriptStep::Status(429))
+        );
         assert_eq!(f.next_scripted(CallKind::Stop), None);
     }
 
     #[test]
     fn bad_rates_are_refused() {
-        assert!(FaultsPatch { error_rate: Some(1.5), ..Default::default() }.validate().is_err());
-        assert!(FaultsPatch { timeout_rate: Some(f64::NAN), ..Default::default() }.validate().is_err());
-        assert!(FaultsPatch { throttle_rate: Some(0.5), ..Default::default() }.validate().is_ok());
+        assert!(
+            FaultsPatch {
+                error_rate: Some(1.5),
+                ..Default::default()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            FaultsPatch {
+                timeout_rate: Some(f64::NAN),
+                ..Default::default()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            FaultsPatch {
+                throttle_rate: Some(0.5),
+                ..Default::default()
+            }
+            .validate()
+            .is_ok()
+        );
     }
 }

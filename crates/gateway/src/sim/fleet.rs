@@ -116,26 +116,33 @@ struct SimCard {
     packages: Box<[CarrierPackage]>,
 }
 
+type Shard = HashMap<Box<str>, SimCard>;
+
 pub(crate) struct Fleet {
-    shards: Box<[Mutex<HashMap<Box<str>, SimCard>>]>,
+    shards: Box<[Mutex<Shard>]>,
     seed: u64,
 }
 
 /// FNV-1a: stable across runs and platforms (the seeded growth depends on it).
 fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl Fleet {
     pub(crate) fn new(seed: u64) -> Self {
-        Self { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(), seed }
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            seed,
+        }
     }
 
     fn shard_of(&self, iccid: &str) -> usize {
         (fnv1a(iccid) % SHARDS as u64) as usize
     }
 
-    fn lock(&self, shard: usize) -> MutexGuard<'_, HashMap<Box<str>, SimCard>> {
+    fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
         // A poisoned shard still holds consistent cards: every change is a plain field write.
         self.shards[shard].lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -152,7 +159,8 @@ impl Fleet {
 
     /// Inserts or replaces cards, each with its month (validated by the caller).
     pub(crate) fn upsert(&self, specs: Vec<(SimCardSpec, MonthKey)>) -> usize {
-        let mut by_shard: Vec<Vec<(SimCardSpec, MonthKey)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        let mut by_shard: Vec<Vec<(SimCardSpec, MonthKey)>> =
+            (0..SHARDS).map(|_| Vec::new()).collect();
         let n = specs.len();
         for (spec, month) in specs {
             let s = self.shard_of(&spec.iccid);
@@ -164,7 +172,10 @@ impl Fleet {
             }
             let growth: Vec<Decimal> = batch
                 .iter()
-                .map(|(s, _)| s.growth_mb_per_query.unwrap_or_else(|| self.seeded_growth(&s.iccid)))
+                .map(|(s, _)| {
+                    s.growth_mb_per_query
+                        .unwrap_or_else(|| self.seeded_growth(&s.iccid))
+                })
                 .collect();
             let mut shard = self.lock(i);
             shard.reserve(batch.len());
@@ -197,7 +208,12 @@ impl Fleet {
         self.with_card(iccid, |c| view_of(iccid, c))
     }
 
-    pub(crate) fn patch(&self, iccid: &str, p: SimCardPatch, month: Option<MonthKey>) -> Option<SimCardView> {
+    pub(crate) fn patch(
+        &self,
+        iccid: &str,
+        p: SimCardPatch,
+        month: Option<MonthKey>,
+    ) -> Option<SimCardView> {
         self.with_card(iccid, |c| {
             if let Some(v) = p.real_name_status {
                 c.real_name = v;
@@ -313,7 +329,8 @@ mod tests {
         let g = a.seeded_growth("8986001");
         assert_eq!(g, b.seeded_growth("8986001"));
         assert!(g >= Decimal::ZERO && g <= Decimal::TEN);
-        let differs = (0..20).any(|i| a.seeded_growth(&i.to_string()) != c.seeded_growth(&i.to_string()));
+        let differs =
+            (0..20).any(|i| a.seeded_growth(&i.to_string()) != c.seeded_growth(&i.to_string()));
         assert!(differs);
     }
 
@@ -324,9 +341,18 @@ mod tests {
         spec.month_total_mb = Decimal::new(100, 0);
         spec.growth_mb_per_query = Some(Decimal::new(15, 1));
         f.upsert(vec![(spec, month_key(2026, 3))]);
-        assert_eq!(f.usage("1", month_key(2026, 3)), Some((month_key(2026, 3), Decimal::new(1015, 1))));
-        assert_eq!(f.usage("1", month_key(2026, 3)), Some((month_key(2026, 3), Decimal::new(1030, 1))));
-        assert_eq!(f.usage("1", month_key(2026, 4)), Some((month_key(2026, 4), Decimal::new(15, 1))));
+        assert_eq!(
+            f.usage("1", month_key(2026, 3)),
+            Some((month_key(2026, 3), Decimal::new(1015, 1)))
+        );
+        assert_eq!(
+            f.usage("1", month_key(2026, 3)),
+            Some((month_key(2026, 3), Decimal::new(1030, 1)))
+        );
+        assert_eq!(
+            f.usage("1", month_key(2026, 4)),
+            Some((month_key(2026, 4), Decimal::new(15, 1)))
+        );
         assert_eq!(f.usage("2", month_key(2026, 4)), None);
     }
 }

@@ -41,10 +41,10 @@ use chrono_tz::Tz;
 use domain::{Clock, SystemClock};
 use faults::FaultState;
 use fleet::{Fleet, MonthKey, month_key};
+use stats::Stats;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use stats::Stats;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -104,12 +104,17 @@ struct Inner {
 
 impl std::fmt::Debug for SimState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimState").field("faults", &self.faults()).finish_non_exhaustive()
+        f.debug_struct("SimState")
+            .field("faults", &self.faults())
+            .finish_non_exhaustive()
     }
 }
 
 pub(crate) fn wall_second() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl SimState {
@@ -147,7 +152,9 @@ impl SimState {
             if c.iccid.is_empty() || c.iccid.len() > 64 {
                 return Err(format!("cards[{i}]: iccid must have 1 to 64 characters"));
             }
-            let month = self.resolve_month(c.month.as_deref()).map_err(|e| format!("cards[{i}]: {e}"))?;
+            let month = self
+                .resolve_month(c.month.as_deref())
+                .map_err(|e| format!("cards[{i}]: {e}"))?;
             resolved.push((c, month));
         }
         Ok(self.0.fleet.upsert(resolved))
@@ -159,7 +166,11 @@ impl SimState {
     }
 
     /// Changes fields of a card; `Ok(None)`: unknown card.
-    pub fn patch_card(&self, iccid: &str, patch: SimCardPatch) -> Result<Option<SimCardView>, String> {
+    pub fn patch_card(
+        &self,
+        iccid: &str,
+        patch: SimCardPatch,
+    ) -> Result<Option<SimCardView>, String> {
         let month = match patch.month.as_deref() {
             Some(m) => Some(self.resolve_month(Some(m))?),
             None => None,
@@ -187,7 +198,9 @@ impl SimState {
     }
 
     pub fn stats(&self) -> SimStats {
-        self.0.stats.snapshot(wall_second(), self.card_count() as u64)
+        self.0
+            .stats
+            .snapshot(wall_second(), self.card_count() as u64)
     }
 }
 
@@ -212,7 +225,12 @@ impl SimServer {
                 .await
         });
         info!(%addr, seed = opts.seed, timezone = %opts.timezone, "gateway-sim listening");
-        Ok(SimHandle { addr, state, cancel, task: Some(task) })
+        Ok(SimHandle {
+            addr,
+            state,
+            cancel,
+            task: Some(task),
+        })
     }
 
     /// The router alone, for `oneshot` tests or embedding.
@@ -247,7 +265,9 @@ impl SimHandle {
         self.cancel.cancel();
         if let Some(task) = self.task.take() {
             match tokio::time::timeout(Duration::from_secs(5), task).await {
-                Ok(joined) => joined.context("gateway-sim task")?.context("gateway-sim server")?,
+                Ok(joined) => joined
+                    .context("gateway-sim task")?
+                    .context("gateway-sim server")?,
                 Err(_) => anyhow::bail!("gateway-sim did not stop within 5 s"),
             }
         }

@@ -6,7 +6,9 @@ use super::fleet::{SimCardPatch, SimCardSpec, month_string};
 use super::stats::Outcome;
 use super::{FaultsPatch, MAX_CARDS_PER_CALL, SimState, wall_second};
 use crate::CallKind;
-use crate::protocol::{CardRequest, ErrorBody, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer};
+use crate::protocol::{
+    CardRequest, ErrorBody, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer,
+};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -24,18 +26,23 @@ pub(super) fn router(state: SimState) -> Router {
     for kind in CallKind::ALL {
         r = r.route(
             kind.path(),
-            post(move |s: State<SimState>, body: Result<Json<CardRequest>, JsonRejection>| {
-                protocol(s, kind, body)
-            }),
+            post(
+                move |s: State<SimState>, body: Result<Json<CardRequest>, JsonRejection>| {
+                    protocol(s, kind, body)
+                },
+            ),
         );
     }
-    r.route("/sim/cards", post(post_cards).layer(DefaultBodyLimit::max(CARDS_BODY_LIMIT)))
-        .route("/sim/cards/{iccid}", get(get_card).patch(patch_card))
-        .route("/sim/faults", put(put_faults).get(get_faults))
-        .route("/sim/script", put(put_script))
-        .route("/sim/stats", get(get_stats))
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route".to_owned()) })
-        .with_state(state)
+    r.route(
+        "/sim/cards",
+        post(post_cards).layer(DefaultBodyLimit::max(CARDS_BODY_LIMIT)),
+    )
+    .route("/sim/cards/{iccid}", get(get_card).patch(patch_card))
+    .route("/sim/faults", put(put_faults).get(get_faults))
+    .route("/sim/script", put(put_script))
+    .route("/sim/stats", get(get_stats))
+    .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route".to_owned()) })
+    .with_state(state)
 }
 
 fn error(status: StatusCode, message: String) -> Response {
@@ -48,7 +55,8 @@ fn rejection(r: JsonRejection) -> Response {
 
 fn throttled(secs: u64, message: &str) -> Response {
     let mut resp = error(StatusCode::TOO_MANY_REQUESTS, message.to_owned());
-    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     resp
 }
 
@@ -81,10 +89,17 @@ async fn answer(
     if let Some(step) = faults.next_scripted(kind) {
         return match step {
             ScriptStep::Hang(_) => hang(st).await,
-            ScriptStep::Status(429) => (Outcome::Throttled, throttled(faults.retry_after_secs(), "scripted throttle")),
+            ScriptStep::Status(429) => (
+                Outcome::Throttled,
+                throttled(faults.retry_after_secs(), "scripted throttle"),
+            ),
             ScriptStep::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-                let outcome = if status == StatusCode::NOT_FOUND { Outcome::NotFound } else { Outcome::Error };
+                let outcome = if status == StatusCode::NOT_FOUND {
+                    Outcome::NotFound
+                } else {
+                    Outcome::Error
+                };
                 (outcome, error(status, format!("scripted failure {code}")))
             }
         };
@@ -100,29 +115,58 @@ async fn answer(
         return hang(st).await;
     }
     if faults.roll(Roll::Throttle) {
-        return (Outcome::Throttled, throttled(faults.retry_after_secs(), "throttled"));
+        return (
+            Outcome::Throttled,
+            throttled(faults.retry_after_secs(), "throttled"),
+        );
     }
     if faults.roll(Roll::Error) {
-        return (Outcome::Error, error(StatusCode::SERVICE_UNAVAILABLE, "carrier unavailable".to_owned()));
+        return (
+            Outcome::Error,
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "carrier unavailable".to_owned(),
+            ),
+        );
     }
     let fleet = &st.0.fleet;
     let found = match kind {
-        CallKind::Realname => fleet
-            .realname(&iccid)
-            .map(|s| Json(RealNameAnswer { iccid: iccid.clone(), real_name_status: s }).into_response()),
-        CallKind::Usage => fleet.usage(&iccid, st.current_month()).map(|(m, total)| {
-            Json(UsageAnswer { iccid: iccid.clone(), month: month_string(m), month_total_mb: total }).into_response()
+        CallKind::Realname => fleet.realname(&iccid).map(|s| {
+            Json(RealNameAnswer {
+                iccid: iccid.clone(),
+                real_name_status: s,
+            })
+            .into_response()
         }),
-        CallKind::Packages => fleet
-            .packages(&iccid)
-            .map(|p| Json(PackagesAnswer { iccid: iccid.clone(), packages: p }).into_response()),
-        CallKind::Stop | CallKind::Start => fleet
-            .set_network(&iccid, kind)
-            .map(|s| Json(NetworkAnswer { iccid: iccid.clone(), network_status: s }).into_response()),
+        CallKind::Usage => fleet.usage(&iccid, st.current_month()).map(|(m, total)| {
+            Json(UsageAnswer {
+                iccid: iccid.clone(),
+                month: month_string(m),
+                month_total_mb: total,
+            })
+            .into_response()
+        }),
+        CallKind::Packages => fleet.packages(&iccid).map(|p| {
+            Json(PackagesAnswer {
+                iccid: iccid.clone(),
+                packages: p,
+            })
+            .into_response()
+        }),
+        CallKind::Stop | CallKind::Start => fleet.set_network(&iccid, kind).map(|s| {
+            Json(NetworkAnswer {
+                iccid: iccid.clone(),
+                network_status: s,
+            })
+            .into_response()
+        }),
     };
     match found {
         Some(resp) => (Outcome::Ok, resp),
-        None => (Outcome::NotFound, error(StatusCode::NOT_FOUND, format!("unknown card {iccid}"))),
+        None => (
+            Outcome::NotFound,
+            error(StatusCode::NOT_FOUND, format!("unknown card {iccid}")),
+        ),
     }
 }
 
@@ -132,7 +176,10 @@ async fn hang(st: &SimState) -> (Outcome, Response) {
         () = tokio::time::sleep(st.0.faults.hang()) => {}
         () = st.0.cancel.cancelled() => {}
     }
-    (Outcome::Timeout, error(StatusCode::GATEWAY_TIMEOUT, "injected timeout".to_owned()))
+    (
+        Outcome::Timeout,
+        error(StatusCode::GATEWAY_TIMEOUT, "injected timeout".to_owned()),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -147,7 +194,10 @@ struct Upserted {
     cards: usize,
 }
 
-async fn post_cards(State(st): State<SimState>, body: Result<Json<CardsBody>, JsonRejection>) -> Response {
+async fn post_cards(
+    State(st): State<SimState>,
+    body: Result<Json<CardsBody>, JsonRejection>,
+) -> Response {
     let cards = match body {
         Ok(Json(b)) => b.cards,
         Err(r) => return rejection(r),
@@ -155,17 +205,27 @@ async fn post_cards(State(st): State<SimState>, body: Result<Json<CardsBody>, Js
     if cards.len() > MAX_CARDS_PER_CALL {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("at most {MAX_CARDS_PER_CALL} cards a call, got {}", cards.len()),
+            format!(
+                "at most {MAX_CARDS_PER_CALL} cards a call, got {}",
+                cards.len()
+            ),
         );
     }
     // A batch of 100,000 takes tens of milliseconds: keep it off the request threads.
     let worker = st.clone();
     match tokio::task::spawn_blocking(move || worker.upsert_cards(cards)).await {
-        Ok(Ok(n)) => Json(Upserted { upserted: n, cards: st.card_count() }).into_response(),
+        Ok(Ok(n)) => Json(Upserted {
+            upserted: n,
+            cards: st.card_count(),
+        })
+        .into_response(),
         Ok(Err(e)) => error(StatusCode::UNPROCESSABLE_ENTITY, e),
         Err(e) => {
             warn!(error = %e, "card upsert task failed");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "card upsert failed".to_owned())
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "card upsert failed".to_owned(),
+            )
         }
     }
 }
@@ -193,7 +253,10 @@ async fn patch_card(
     }
 }
 
-async fn put_faults(State(st): State<SimState>, body: Result<Json<FaultsPatch>, JsonRejection>) -> Response {
+async fn put_faults(
+    State(st): State<SimState>,
+    body: Result<Json<FaultsPatch>, JsonRejection>,
+) -> Response {
     let patch = match body {
         Ok(Json(p)) => p,
         Err(r) => return rejection(r),
@@ -213,7 +276,10 @@ struct ScriptAnswer {
     pending: usize,
 }
 
-async fn put_script(State(st): State<SimState>, body: Result<Json<Script>, JsonRejection>) -> Response {
+async fn put_script(
+    State(st): State<SimState>,
+    body: Result<Json<Script>, JsonRejection>,
+) -> Response {
     let script = match body {
         Ok(Json(s)) => s,
         Err(r) => return rejection(r),
@@ -223,9 +289,15 @@ async fn put_script(State(st): State<SimState>, body: Result<Json<Script>, JsonR
         _ => None,
     });
     if let Some(code) = bad {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, format!("fail_next holds {code}: a status must be 400..=599"));
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("fail_next holds {code}: a status must be 400..=599"),
+        );
     }
-    Json(ScriptAnswer { pending: st.set_script(script) }).into_response()
+    Json(ScriptAnswer {
+        pending: st.set_script(script),
+    })
+    .into_response()
 }
 
 async fn get_stats(State(st): State<SimState>) -> Response {

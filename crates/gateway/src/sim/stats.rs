@@ -103,7 +103,12 @@ impl Stats {
     pub(crate) fn snapshot(&self, now_sec: u64, cards: u64) -> SimStats {
         let by_call: BTreeMap<String, u64> = CallKind::ALL
             .iter()
-            .map(|k| (k.as_str().to_owned(), self.by_call[k.index()].load(Ordering::Relaxed)))
+            .map(|k| {
+                (
+                    k.as_str().to_owned(),
+                    self.by_call[k.index()].load(Ordering::Relaxed),
+                )
+            })
             .collect();
         let by_outcome = Outcome::ALL
             .iter()
@@ -116,10 +121,19 @@ impl Stats {
             .filter_map(|back| now_sec.checked_sub(back))
             .map(|second| {
                 let slot = s[(second % WINDOW as u64) as usize];
-                SecondCount { second, requests: if slot.0 == second { slot.1 } else { 0 } }
+                SecondCount {
+                    second,
+                    requests: if slot.0 == second { slot.1 } else { 0 },
+                }
             })
             .collect();
-        SimStats { requests: by_call.values().sum(), by_call, by_outcome, per_second, cards }
+        SimStats {
+            requests: by_call.values().sum(),
+            by_call,
+            by_outcome,
+            per_second,
+            cards,
+        }
     }
 }
 
@@ -138,9 +152,22 @@ mod tests {
         assert_eq!(snap.requests, 4);
         assert_eq!(snap.by_call["usage"], 2);
         assert_eq!(snap.per_second.len(), 60);
-        assert_eq!(snap.per_second.last(), Some(&SecondCount { second: 1070, requests: 1 }));
-        assert!(snap.per_second.iter().all(|c| c.second > 1010 && (c.second == 1070 || c.requests == 0)));
+        assert_eq!(
+            snap.per_second.last(),
+            Some(&SecondCount {
+                second: 1070,
+                requests: 1
+            })
+        );
+        assert!(
+            snap.per_second
+                .iter()
+                .all(|c| c.second > 1010 && (c.second == 1070 || c.requests == 0))
+        );
         let early = s.snapshot(1001, 0);
-        assert!(early.per_second.contains(&SecondCount { second: 1000, requests: 2 }));
+        assert!(early.per_second.contains(&SecondCount {
+            second: 1000,
+            requests: 2
+        }));
     }
 }

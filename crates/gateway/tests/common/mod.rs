@@ -16,7 +16,11 @@ pub async fn sim_with(opts: SimOptions) -> SimHandle {
 pub fn config(sim: &SimHandle) -> GatewayConfig {
     GatewayConfig {
         timeout: Duration::from_secs(2),
-        retry: RetryPolicy { base_delay: Duration::from_millis(20), max_delay: Duration::from_millis(100), ..RetryPolicy::default() },
+        retry: RetryPolicy {
+            base_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(100),
+            ..RetryPolicy::default()
+        },
         ..GatewayConfig::new(sim.url())
     }
 }
