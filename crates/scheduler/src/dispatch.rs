@@ -1,0 +1,332 @@
+//! [`Scheduler`]: the per-type dispatch loops, the periodic jobs and the shutdown.
+
+use crate::periodic::{PeriodicJob, Scheduled};
+use crate::pools::{Pool, PoolSizes};
+use domain::{CardId, Clock, TaskType};
+use futures::FutureExt;
+use polling_queue::{PollingQueueManager, SingletonLease};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+use task_handlers::{Outcome, Registry, TaskHandler};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+/// How the scheduler runs (from `CMP_SCHEDULER_*`, `CMP_WORKER_POOL_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerSettings {
+    /// Sleep of a loop that found no due card.
+    pub tick: Duration,
+    /// Most cards taken from one shard in one dequeue.
+    pub batch: usize,
+    pub pools: PoolSizes,
+    /// Delay before a card whose handler panicked is polled again.
+    pub retry_interval: Duration,
+    /// How long running polls may finish after a shutdown request.
+    pub shutdown_grace: Duration,
+    /// How often the due backlog gauge is sampled.
+    pub backlog_every: Duration,
+}
+
+/// How the scheduler stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Every running poll finished within the grace period.
+    pub drained: bool,
+    /// Cards still running at the end of the grace period, handed back to their queues due now.
+    pub rescheduled: usize,
+}
+
+/// The dispatch loop of one worker node.
+pub struct Scheduler {
+    queue: PollingQueueManager,
+    handlers: Registry,
+    leases: SingletonLease,
+    clock: Arc<dyn Clock>,
+    settings: SchedulerSettings,
+    jobs: Vec<Box<dyn PeriodicJob>>,
+}
+
+/// What every loop shares.
+struct Ctx {
+    queue: PollingQueueManager,
+    clock: Arc<dyn Clock>,
+    settings: SchedulerSettings,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+impl Scheduler {
+    pub fn new(
+        queue: PollingQueueManager,
+        handlers: Registry,
+        leases: SingletonLease,
+        clock: Arc<dyn Clock>,
+        settings: SchedulerSettings,
+    ) -> Self {
+        Scheduler {
+            queue,
+            handlers,
+            leases,
+            clock,
+            settings,
+            jobs: Vec::new(),
+        }
+    }
+
+    /// Adds a periodic job (package activation check, data reset, ...).
+    pub fn with_job(mut self, job: Box<dyn PeriodicJob>) -> Self {
+        self.jobs.push(job);
+        self
+    }
+
+    /// Runs until `shutdown` is cancelled; then stops dequeuing, lets running polls finish for
+    /// up to the grace period and hands the rest back to their queues, due now.
+    pub async fn run(self, shutdown: CancellationToken) -> ShutdownReport {
+        let ctx = Arc::new(Ctx {
+            queue: self.queue,
+            clock: self.clock,
+            settings: self.settings,
+            tracker: TaskTracker::new(),
+            shutdown,
+        });
+        let mut pools = Vec::new();
+        let mut loops = Vec::new();
+        for task in self.handlers.task_types() {
+            let Some(handler) = self.handlers.get(task).cloned() else {
+                continue;
+            };
+            let pool = Arc::new(Pool::new(task, ctx.settings.pools.get(task).max(1)));
+            pools.push(pool.clone());
+            loops.push(tokio::spawn(type_loop(ctx.clone(), pool, handler)));
+        }
+        tracing::info!(
+            task_types = pools.len(),
+            jobs = self.jobs.len(),
+            "scheduler started"
+        );
+        main_loop(&ctx, &pools, &self.leases, self.jobs).await;
+        for l in loops {
+            let _ = l.await;
+        }
+        drain(&ctx, &pools).await
+    }
+}
+
+/// Periodic jobs and gauges, until shutdown.
+async fn main_loop(
+    ctx: &Ctx,
+    pools: &[Arc<Pool>],
+    leases: &SingletonLease,
+    jobs: Vec<Box<dyn PeriodicJob>>,
+) {
+    let start = tokio::time::Instant::now();
+    let mut jobs: Vec<Scheduled> = jobs
+        .into_iter()
+        .map(|job| Scheduled { job, next: start })
+        .collect();
+    let mut next_backlog = start;
+    let tick = ctx.settings.tick.min(Duration::from_secs(1));
+    loop {
+        let now = tokio::time::Instant::now();
+        for job in &mut jobs {
+            if ctx.shutdown.is_cancelled() {
+                break;
+            }
+            job.run_if_due(leases, now).await;
+        }
+        for pool in pools {
+            metrics::gauge!("cmp_pool_in_use", "task" => pool.task.as_str())
+                .set(pool.in_use() as f64);
+        }
+        if now >= next_backlog {
+            next_backlog = now + ctx.settings.backlog_every;
+            for pool in pools {
+                match ctx.queue.get_due_backlog(pool.task).await {
+                    Ok(n) => metrics::gauge!("cmp_due_backlog", "task" => pool.task.as_str())
+                        .set(n as f64),
+                    Err(e) => {
+                        tracing::warn!(task = %pool.task, error = %e, "due backlog unavailable")
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(tick) => {}
+        }
+    }
+}
+
+/// One task type: manual list first, then every shard in parallel, as much as the pool holds.
+async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>) {
+    let task = pool.task;
+    let shards = ctx.queue.settings().shard_count;
+    let mut rotate = 0u32;
+    while !ctx.shutdown.is_cancelled() {
+        let free = pool.free();
+        if free == 0 {
+            // Backpressure: dequeue nothing until a poll finishes.
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                p = pool.permits.clone().acquire_owned() => drop(p),
+            }
+            continue;
+        }
+        let mut cards = match ctx.queue.take_manual(task, free).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(task = %task, error = %e, "manual list unavailable");
+                Vec::new()
+            }
+        };
+        metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "manual")
+            .increment(cards.len() as u64);
+        let room = free.saturating_sub(cards.len());
+        if room > 0 {
+            let taken =
+                dequeue_shards(&ctx.queue, task, room, ctx.settings.batch, shards, rotate).await;
+            rotate = rotate.wrapping_add(1);
+            metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "shard")
+                .increment(taken.len() as u64);
+            cards.extend(taken);
+        }
+        if cards.is_empty() {
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(ctx.settings.tick) => {}
+            }
+            continue;
+        }
+        for card in cards {
+            dispatch(&ctx, &pool, &handler, card).await;
+        }
+    }
+}
+
+/// Splits `room` over the shards (rotating who gets the remainder), at most `batch` a shard,
+/// and dequeues from all of them at once.
+async fn dequeue_shards(
+    queue: &PollingQueueManager,
+    task: TaskType,
+    room: usize,
+    batch: usize,
+    shards: u32,
+    rotate: u32,
+) -> Vec<CardId> {
+    let calls = shares(room, shards, rotate).into_iter().map(|(shard, n)| async move {
+        match queue.dequeue_ready(shard, task, n.min(batch.max(1))).await {
+            Ok(cards) => cards,
+            Err(e) => {
+                tracing::warn!(shard, task = %task, error = %e, "dequeue failed; shard skipped this round");
+                Vec::new()
+            }
+        }
+    });
+    futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// `room` split over `shards`: every shard gets `room / shards`, and `room % shards` of them,
+/// starting at `rotate`, one more.
+pub(crate) fn shares(room: usize, shards: u32, rotate: u32) -> Vec<(u32, usize)> {
+    let s = shards.max(1) as usize;
+    let (base, extra) = (room / s, room % s);
+    (0..s)
+        .map(|i| {
+            (
+                ((rotate as usize + i) % s) as u32,
+                base + usize::from(i < extra),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// Hands one card to the pool (waiting for room if a manual card overshot it).
+async fn dispatch(ctx: &Arc<Ctx>, pool: &Arc<Pool>, handler: &Arc<dyn TaskHandler>, card: CardId) {
+    let permit = match pool.permits.clone().try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => match pool.permits.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => return, // the semaphore is never closed
+        },
+    };
+    if !pool.start(card) {
+        // Already being polled (a manual trigger of a running card): that poll covers it.
+        return;
+    }
+    let (ctx, pool, handler) = (ctx.clone(), pool.clone(), handler.clone());
+    let task = pool.task;
+    ctx.tracker.clone().spawn(async move {
+        let _permit = permit;
+        let span = tracing::info_span!("poll", card_id = %card, task = %task);
+        let started = std::time::Instant::now();
+        let outcome = match AssertUnwindSafe(handler.handle(card).instrument(span)).catch_unwind().await {
+            Ok(o) => o,
+            Err(_) => {
+                tracing::error!(card_id = %card, task = %task, "handler panicked; card rescheduled at the retry interval");
+                let at = ctx.clock.now() + chrono::Duration::from_std(ctx.settings.retry_interval).unwrap_or_default();
+                if let Err(e) = ctx.queue.reschedule(card, task, at).await {
+                    tracing::error!(card_id = %card, task = %task, error = %e, "reschedule after panic failed; the lease brings the card back");
+                }
+                Outcome::Failure
+            }
+        };
+        metrics::counter!("cmp_tasks_handled_total", "task" => task.as_str(), "outcome" => outcome.as_str()).increment(1);
+        metrics::histogram!("cmp_task_duration_seconds", "task" => task.as_str()).record(started.elapsed().as_secs_f64());
+        pool.finish(card);
+    });
+}
+
+/// After the loops stopped: wait for running polls, then hand back what is left.
+async fn drain(ctx: &Ctx, pools: &[Arc<Pool>]) -> ShutdownReport {
+    ctx.tracker.close();
+    let drained = tokio::time::timeout(ctx.settings.shutdown_grace, ctx.tracker.wait())
+        .await
+        .is_ok();
+    let mut rescheduled = 0;
+    if !drained {
+        let now = ctx.clock.now();
+        for pool in pools {
+            let left: Vec<(CardId, chrono::DateTime<chrono::Utc>)> =
+                pool.in_flight().into_iter().map(|c| (c, now)).collect();
+            if left.is_empty() {
+                continue;
+            }
+            match ctx.queue.reschedule_many(pool.task, &left).await {
+                Ok(_) => rescheduled += left.len(),
+                Err(e) => {
+                    tracing::error!(task = %pool.task, cards = left.len(), error = %e, "could not hand cards back; their lease brings them back")
+                }
+            }
+        }
+    }
+    tracing::info!(drained, rescheduled, "scheduler stopped");
+    ShutdownReport {
+        drained,
+        rescheduled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shares;
+
+    #[test]
+    fn room_is_split_exactly_and_the_remainder_rotates() {
+        let s = shares(35, 16, 0);
+        assert_eq!(s.iter().map(|(_, n)| n).sum::<usize>(), 35);
+        assert_eq!(s.len(), 16);
+        assert_eq!(s[0], (0, 3));
+        assert_eq!(s[3], (3, 2));
+        let small = shares(3, 16, 5);
+        assert_eq!(small, vec![(5, 1), (6, 1), (7, 1)]);
+        assert!(shares(0, 16, 0).is_empty());
+        assert_eq!(shares(7, 1, 9), vec![(0, 7)]);
+    }
+}
