@@ -57,3 +57,7 @@ up:
 # Build release binaries.
 build:
     cargo build --release --bins
+
+# Run it: a fresh fleet of 100,000 cards polled live against gateway-sim (Ctrl-C to stop).
+demo *args:
+    scripts/demo.sh {{args}}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The demo: a fresh database and Redis key space, 100,000 cards in PostgreSQL and in
+# gateway-sim, then gateway-sim, cmp-worker and cmp-api running, with live progress until
+# Ctrl-C (or --duration SECONDS).
+#
+# Uses the local PostgreSQL and Redis (or those of `just up`):
+#   CMP_DEMO_ADMIN_URL  PostgreSQL URL allowed to create databases (default postgres://postgres@127.0.0.1:5432/postgres)
+#   CMP_DEMO_REDIS_URL  (default redis://127.0.0.1:6379)
+#   CMP_DEMO_CARDS      (default 100000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --duration) duration=$2; shift 2 ;;
+        --duration=*) duration=${1#*=}; shift ;;
+        *) echo "usage: just demo [--duration SECONDS]" >&2; exit 2 ;;
+    esac
+done
+duration=${CMP_DEMO_DURATION:-$duration}
+
+admin_url=${CMP_DEMO_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+redis_url=${CMP_DEMO_REDIS_URL:-redis://127.0.0.1:6379}
+cards=${CMP_DEMO_CARDS:-100000}
+db_name=cmp_demo
+prefix="demo:"
+sim_addr=127.0.0.1:17070
+worker_addr=127.0.0.1:19090
+api_addr=127.0.0.1:18080
+logs=${TMPDIR:-/tmp}/cmp-demo
+mkdir -p "$logs"
+
+for tool in psql redis-cli curl; do
+    command -v "$tool" >/dev/null || { echo "demo: $tool is required" >&2; exit 1; }
+done
+
+echo "demo: building release binaries (first time: a few minutes)"
+cargo build --release --bins --quiet
+bin=${CARGO_TARGET_DIR:-target}/release
+
+export CMP_DATABASE_URL=${admin_url%/*}/$db_name
+export CMP_REDIS_URL=$redis_url
+export CMP_REDIS_KEY_PREFIX=$prefix
+export CMP_GATEWAY_URL=http://$sim_addr
+export CMP_WORKER_BIND=$worker_addr
+export CMP_API_BIND=$api_addr
+export CMP_RETRY_INTERVAL_SECS=10
+export CMP_LOG=${CMP_LOG:-info,sqlx=warn,sea_orm_migration=warn}
+
+echo "demo: fresh database $db_name and Redis prefix $prefix"
+psql "$admin_url" -q -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" -c "CREATE DATABASE $db_name"
+redis-cli -u "$redis_url" --scan --pattern "${prefix}*" | xargs -r -n 1000 redis-cli -u "$redis_url" unlink >/dev/null
+
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 0' INT TERM
+
+"$bin/gateway-sim" serve --bind "$sim_addr" --latency-ms 5 --jitter-ms 5 >"$logs/gateway-sim.log" 2>&1 &
+pids+=($!)
+"$bin/cmp-worker" migrate >"$logs/migrate.log" 2>&1
+echo "demo: seeding $cards cards into PostgreSQL and gateway-sim"
+"$bin/cmp-worker" seed --cards "$cards" --gateway-url "http://$sim_addr" --demo 2>"$logs/seed.log"
+
+"$bin/cmp-worker" run >"$logs/worker.log" 2>&1 &
+pids+=($!)
+"$bin/cmp-api" serve >"$logs/api.log" 2>&1 &
+pids+=($!)
+echo "demo: worker metrics http://$worker_addr/metrics, API http://$api_addr, logs in $logs"
+echo "demo: Ctrl-C to stop"
+
+metric() { # name, label filter -> summed value
+    awk -v n="$1" -v f="${2:-}" '$1 ~ "^"n"({|$)" && index($1, f) { s += $2 } END { printf "%d", s }' <<<"$scrape"
+}
+
+start=$(date +%s)
+declare -A last=()
+total_polls=0
+while true; do
+    sleep 5
+    scrape=$(curl -fsS "http://$worker_addr/metrics" 2>/dev/null || true)
+    [ -n "$scrape" ] || { echo "demo: waiting for the worker..."; continue; }
+    line="$(date +%T)"
+    total_polls=0
+    for t in realname carddata package protect; do
+        n=$(metric cmp_tasks_handled_total "task=\"$t\"")
+        rate=$(( (n - ${last[$t]:-0}) / 5 ))
+        last[$t]=$n
+        total_polls=$((total_polls + n))
+        line+="  $t ${rate}/s"
+    done
+    stops=""
+    for r in not_realname no_package traffic_exhausted protect; do
+        stops+=" $r=$(metric cmp_card_stops_total "reason=\"$r\"")"
+    done
+    starts=$(metric cmp_card_starts_total)
+    backlog=$(metric cmp_due_backlog)
+    echo "$line | stops:$stops | resumes=$starts | due backlog=$backlog"
+    if [ "$duration" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$duration" ]; then
+        echo "demo: done after ${duration}s: $total_polls polls, stops:$stops, resumes=$starts"
+        [ "$total_polls" -gt 0 ] || { echo "demo: no poll happened; see $logs/worker.log" >&2; exit 1; }
+        exit 0
+    fi
+done
