@@ -225,24 +225,25 @@ impl CardInitializer {
 
         let batcher = Batcher::new(&self.keys, s.shard_count, s.members_per_command);
         let mut totals = Totals::new(s.shard_count);
-        while let Some(page) = pages.recv().await {
-            let page = page?;
-            let (snapshot, now) = (self.configs.snapshot(), self.clock.now().timestamp());
-            let (commands, counts) = batcher.page(&page, &snapshot, now);
-            let write = writer::write(
-                self.pool.clone(),
-                commands,
-                s.commands_per_pipeline,
-                s.writers,
-            );
-            writes.spawn(async move { write.await.map(|added| (counts, added)) });
-            // At most two pages in flight: the previous one finishes while this one is written.
-            while writes.len() > 1 {
-                self.record_next(&mut writes, &mut totals).await?;
+        loop {
+            tokio::select! {
+                // A finished page is recorded at once; at most two pages are written at a time,
+                // so the next page is read and matched while the previous one is written.
+                Some(joined) = writes.join_next(), if !writes.is_empty() => {
+                    self.record(joined, &mut totals).await?;
+                }
+                page = pages.recv(), if writes.len() < 2 => {
+                    let Some(page) = page else { break };
+                    let page = page?;
+                    let (snapshot, now) = (self.configs.snapshot(), self.clock.now().timestamp());
+                    let (commands, counts) = batcher.page(&page, &snapshot, now);
+                    let write = writer::write(self.pool.clone(), commands, s.commands_per_pipeline, s.writers);
+                    writes.spawn(async move { write.await.map(|added| (counts, added)) });
+                }
             }
         }
-        while !writes.is_empty() {
-            self.record_next(&mut writes, &mut totals).await?;
+        while let Some(joined) = writes.join_next().await {
+            self.record(joined, &mut totals).await?;
         }
         progress::finish(&self.pool, &key, Some(&totals), None, self.clock.now()).await?;
         tracing::info!(
@@ -260,15 +261,12 @@ impl CardInitializer {
         })
     }
 
-    /// Waits for one page write and records the totals in the progress hash.
-    async fn record_next(
+    /// Adds a written page to the totals and records them in the progress hash.
+    async fn record(
         &self,
-        writes: &mut JoinSet<PageResult>,
+        joined: Result<PageResult, tokio::task::JoinError>,
         totals: &mut Totals,
     ) -> Result<(), LifecycleError> {
-        let Some(joined) = writes.join_next().await else {
-            return Ok(());
-        };
         let (counts, added) = joined.map_err(|e| LifecycleError::Task(e.to_string()))??;
         totals.add(&counts, added);
         progress::page_done(&self.pool, &self.progress_key(), totals).await
