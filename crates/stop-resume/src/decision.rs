@@ -28,7 +28,10 @@ impl ProtectEvidence {
 
 impl From<polling_queue::ProtectState> for ProtectEvidence {
     fn from(s: polling_queue::ProtectState) -> Self {
-        Self { stop: s.stop, start: s.start }
+        Self {
+            stop: s.stop,
+            start: s.start,
+        }
     }
 }
 
@@ -91,13 +94,20 @@ impl NothingWhy {
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum Action {
     /// Gateway stop, then `network_status = 0, stop_reason = reason`.
-    Stopped { reason: StopReason },
+    Stopped {
+        reason: StopReason,
+    },
     /// Gateway start, then `network_status = 1, stop_reason = ''`.
     Started,
     /// The card stays stopped; only the recorded reason changes (no gateway call). `from` is
     /// `None` for a stopped card that carried no reason.
-    ReasonChanged { from: Option<StopReason>, to: StopReason },
-    Nothing { why: NothingWhy },
+    ReasonChanged {
+        from: Option<StopReason>,
+        to: StopReason,
+    },
+    Nothing {
+        why: NothingWhy,
+    },
 }
 
 impl Action {
@@ -129,8 +139,10 @@ pub fn evidence(
     now: DateTime<Utc>,
 ) -> Evidence {
     let owner = PackageOwner::covering(card.id, card.device_id);
-    let valid: Vec<&PackageUsage> =
-        packages.iter().filter(|p| p.owner == owner && p.is_valid_at(now)).collect();
+    let valid: Vec<&PackageUsage> = packages
+        .iter()
+        .filter(|p| p.owner == owner && p.is_valid_at(now))
+        .collect();
     let exhausted_packages = valid.iter().filter(|p| p.is_exhausted()).count();
     let used_mb = valid.iter().map(|p| p.used_mb).sum();
     let limit_mb = valid
@@ -186,28 +198,37 @@ pub fn decide(
 ) -> Decision {
     let evidence = evidence(card, packages, protect, now);
     let action = plan(&evidence);
-    Decision { card_id: card.id, action, evidence }
+    Decision {
+        card_id: card.id,
+        action,
+        evidence,
+    }
 }
 
 fn plan(e: &Evidence) -> Action {
     use NetworkStatus::{Online, Stopped};
     if e.protect.active() {
-        return Action::Nothing { why: NothingWhy::ProtectPeriod };
+        return Action::Nothing {
+            why: NothingWhy::ProtectPeriod,
+        };
     }
     match (e.holding_reason, e.network_status, e.stop_reason) {
         (Some(reason), Online, _) => Action::Stopped { reason },
-        (Some(_), Stopped, Some(StopReason::Manual)) | (None, Stopped, Some(StopReason::Manual)) => {
-            Action::Nothing { why: NothingWhy::ManualStop }
-        }
-        (Some(r), Stopped, Some(now)) if now == r => {
-            Action::Nothing { why: NothingWhy::AlreadyStopped }
-        }
+        (Some(_), Stopped, Some(StopReason::Manual))
+        | (None, Stopped, Some(StopReason::Manual)) => Action::Nothing {
+            why: NothingWhy::ManualStop,
+        },
+        (Some(r), Stopped, Some(now)) if now == r => Action::Nothing {
+            why: NothingWhy::AlreadyStopped,
+        },
         (Some(to), Stopped, from) => Action::ReasonChanged { from, to },
         (None, Stopped, _) => Action::Started,
-        (None, Online, _) => Action::Nothing { why: NothingWhy::AlreadyOnline },
+        (None, Online, _) => Action::Nothing {
+            why: NothingWhy::AlreadyOnline,
+        },
     }
 }
 
 #[cfg(test)]
-#[path = "decision_tests.rs"]
+#[path = "decision_tests/mod.rs"]
 mod tests;

@@ -26,7 +26,11 @@ pub enum StopResumeError {
     },
     /// The carrier answered, but with a status other than the one asked for.
     #[error("gateway {call} of card {card_id} answered network status {got:?}")]
-    UnexpectedStatus { card_id: CardId, call: &'static str, got: NetworkStatus },
+    UnexpectedStatus {
+        card_id: CardId,
+        call: &'static str,
+        got: NetworkStatus,
+    },
     #[error("store: {0}")]
     Store(#[from] StoreError),
     #[error("redis: {0}")]

@@ -1,6 +1,8 @@
-//! The crate's Prometheus series.
+//! The crate's Prometheus series, and the log line of every decision.
 
-use crate::Action;
+use crate::{Action, Decision, Trigger};
+use domain::StopReason;
+use tracing::{debug, info};
 
 /// `cmp_card_stops_total{reason}`: gateway stops the carrier accepted.
 pub const CARD_STOPS: &str = "cmp_card_stops_total";
@@ -23,4 +25,35 @@ pub(crate) fn record(action: Action) {
 
 pub(crate) fn record_failure() {
     metrics::counter!(DECISIONS, "action" => "failed").increment(1);
+}
+
+/// One structured line per decision: `info` for an action, `debug` for nothing.
+pub(crate) fn log_decision(d: &Decision, trigger: Trigger) {
+    let e = &d.evidence;
+    let reason = match d.action {
+        Action::Stopped { reason } | Action::ReasonChanged { to: reason, .. } => Some(reason),
+        Action::Started | Action::Nothing { .. } => None,
+    };
+    let why = match d.action {
+        Action::Nothing { why } => Some(why.as_str()),
+        _ => None,
+    };
+    macro_rules! emit {
+        ($level:ident) => {
+            $level!(
+                card_id = %d.card_id, trigger = %trigger, action = d.action.label(),
+                reason = reason.map(StopReason::as_str), why,
+                from_reason = e.stop_reason.map(StopReason::as_str),
+                valid_packages = e.valid_packages, exhausted_packages = e.exhausted_packages,
+                used_mb = %e.used_mb, limit_mb = ?e.limit_mb,
+                real_name_satisfied = e.real_name_satisfied,
+                protect_stop = e.protect.stop, protect_start = e.protect.start,
+                "stop/resume decision"
+            )
+        };
+    }
+    match d.action {
+        Action::Nothing { .. } => emit!(debug),
+        _ => emit!(info),
+    }
 }

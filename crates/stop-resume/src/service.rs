@@ -4,15 +4,15 @@ use crate::decision::{self, Action, Decision, NothingWhy, ProtectEvidence};
 use crate::{StopResumeError, Trigger, metrics};
 use domain::store::{CardStore, PackageStore};
 use domain::{
-    Card, CardId, Clock, DeductionStep, GatewayOutcome, Megabytes, NetworkStatus,
-    NewCardStateLog, PackageOwner, PackageUsage, StopReason,
+    Card, CardId, Clock, DeductionStep, GatewayOutcome, Megabytes, NetworkStatus, NewCardStateLog,
+    PackageOwner, PackageUsage, StopReason,
 };
 use gateway::CarrierGateway;
 use polling_queue::{CardLock, CardLockToken, ProtectKeys};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, error, warn};
 
 /// Settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,15 @@ impl StopResumeService {
         clock: Arc<dyn Clock>,
         settings: StopResumeSettings,
     ) -> Self {
-        Self { cards, packages, gateway, protect, lock, clock, settings }
+        Self {
+            cards,
+            packages,
+            gateway,
+            protect,
+            lock,
+            clock,
+            settings,
+        }
     }
 
     /// The one entry point of `RULES.md` ("Stop / resume"): under the card's lock, reads the
@@ -102,20 +110,30 @@ impl StopResumeService {
     /// for the API's "why is this card stopped?".
     pub async fn preview(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
         let s = self.load(card_id).await?;
-        Ok(decision::decide(&s.card, &s.packages, s.protect, self.clock.now()))
+        Ok(decision::decide(
+            &s.card,
+            &s.packages,
+            s.protect,
+            self.clock.now(),
+        ))
     }
 
     /// An operator's stop: gateway stop if the card is online, then `stop_reason = manual`
     /// (a stopped card only has its reason rewritten). Automation never lifts it.
     #[tracing::instrument(name = "stop_by_operator", skip(self), fields(card_id = %card_id))]
     pub async fn stop_by_operator(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
-        self.operator(card_id, |card| match (card.network_status, card.stop_reason) {
-            (NetworkStatus::Online, _) => Action::Stopped { reason: StopReason::Manual },
-            (NetworkStatus::Stopped, Some(StopReason::Manual)) => {
-                Action::Nothing { why: NothingWhy::AlreadyStopped }
-            }
-            (NetworkStatus::Stopped, from) => {
-                Action::ReasonChanged { from, to: StopReason::Manual }
+        self.operator(card_id, |card| {
+            match (card.network_status, card.stop_reason) {
+                (NetworkStatus::Online, _) => Action::Stopped {
+                    reason: StopReason::Manual,
+                },
+                (NetworkStatus::Stopped, Some(StopReason::Manual)) => Action::Nothing {
+                    why: NothingWhy::AlreadyStopped,
+                },
+                (NetworkStatus::Stopped, from) => Action::ReasonChanged {
+                    from,
+                    to: StopReason::Manual,
+                },
             }
         })
         .await
@@ -128,7 +146,9 @@ impl StopResumeService {
     pub async fn start_by_operator(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
         self.operator(card_id, |card| match card.network_status {
             NetworkStatus::Stopped => Action::Started,
-            NetworkStatus::Online => Action::Nothing { why: NothingWhy::AlreadyOnline },
+            NetworkStatus::Online => Action::Nothing {
+                why: NothingWhy::AlreadyOnline,
+            },
         })
         .await
     }
@@ -140,9 +160,16 @@ impl StopResumeService {
         card_id: CardId,
         delta_real_mb: Megabytes,
     ) -> Result<Vec<DeductionStep>, StopResumeError> {
-        let card = self.cards.get(card_id).await?.ok_or(StopResumeError::CardNotFound(card_id))?;
+        let card = self
+            .cards
+            .get(card_id)
+            .await?
+            .ok_or(StopResumeError::CardNotFound(card_id))?;
         let owner = PackageOwner::covering(card.id, card.device_id);
-        let steps = self.packages.deduct_data_usage(owner, delta_real_mb, self.clock.now()).await?;
+        let steps = self
+            .packages
+            .deduct_data_usage(owner, delta_real_mb, self.clock.now())
+            .await?;
         debug!(card_id = %card_id, delta_mb = %delta_real_mb, steps = steps.len(), "usage deducted");
         Ok(steps)
     }
@@ -155,23 +182,39 @@ impl StopResumeService {
         self.locked(card_id, async {
             let s = self.load(card_id).await?;
             let evidence = decision::evidence(&s.card, &s.packages, s.protect, self.clock.now());
-            let decision = Decision { card_id, action: choose(&s.card), evidence };
+            let decision = Decision {
+                card_id,
+                action: choose(&s.card),
+                evidence,
+            };
             self.act(&s.card, decision, Trigger::Operator).await
         })
         .await
     }
 
     async fn load(&self, card_id: CardId) -> Result<Snapshot, StopResumeError> {
-        let card = self.cards.get(card_id).await?.ok_or(StopResumeError::CardNotFound(card_id))?;
+        let card = self
+            .cards
+            .get(card_id)
+            .await?
+            .ok_or(StopResumeError::CardNotFound(card_id))?;
         let owner = PackageOwner::covering(card.id, card.device_id);
         let protect = async {
             match card.device_id {
-                Some(device) => self.protect.protect_state(device).await.map(ProtectEvidence::from),
+                Some(device) => self
+                    .protect
+                    .protect_state(device)
+                    .await
+                    .map(ProtectEvidence::from),
                 None => Ok(ProtectEvidence::default()),
             }
         };
         let (packages, protect) = tokio::join!(self.packages.usages_of(owner), protect);
-        Ok(Snapshot { packages: packages?, protect: protect?, card })
+        Ok(Snapshot {
+            packages: packages?,
+            protect: protect?,
+            card,
+        })
     }
 
     /// Carries out `decision` on `card`: the gateway first, the database only after the carrier
@@ -185,23 +228,42 @@ impl StopResumeService {
         let done = match decision.action {
             Action::Stopped { reason } => {
                 self.switch(card, NetworkStatus::Stopped).await?;
-                self.record(card, NetworkStatus::Stopped, Some(reason), trigger, GatewayOutcome::Ok)
-                    .await
+                self.record(
+                    card,
+                    NetworkStatus::Stopped,
+                    Some(reason),
+                    trigger,
+                    GatewayOutcome::Ok,
+                )
+                .await
             }
             Action::Started => {
                 self.switch(card, NetworkStatus::Online).await?;
-                self.record(card, NetworkStatus::Online, None, trigger, GatewayOutcome::Ok).await
+                self.record(
+                    card,
+                    NetworkStatus::Online,
+                    None,
+                    trigger,
+                    GatewayOutcome::Ok,
+                )
+                .await
             }
             Action::ReasonChanged { to, .. } => {
-                self.record(card, NetworkStatus::Stopped, Some(to), trigger, GatewayOutcome::NotCalled)
-                    .await
+                self.record(
+                    card,
+                    NetworkStatus::Stopped,
+                    Some(to),
+                    trigger,
+                    GatewayOutcome::NotCalled,
+                )
+                .await
             }
             Action::Nothing { .. } => Ok(()),
         };
         match done {
             Ok(()) => {
                 metrics::record(decision.action);
-                log_decision(&decision, trigger);
+                metrics::log_decision(&decision, trigger);
                 Ok(decision)
             }
             Err(e) => {
@@ -219,8 +281,16 @@ impl StopResumeService {
         };
         let outcome = match answer {
             Ok(got) if got == to => Ok(()),
-            Ok(got) => Err(StopResumeError::UnexpectedStatus { card_id: card.id, call, got }),
-            Err(source) => Err(StopResumeError::Gateway { card_id: card.id, call, source }),
+            Ok(got) => Err(StopResumeError::UnexpectedStatus {
+                card_id: card.id,
+                call,
+                got,
+            }),
+            Err(source) => Err(StopResumeError::Gateway {
+                card_id: card.id,
+                call,
+                source,
+            }),
         };
         if let Err(e) = &outcome {
             warn!(card_id = %card.id, call, error = %e, cause = ?std::error::Error::source(e),
@@ -291,35 +361,5 @@ impl StopResumeService {
             Err(e) => warn!(card_id = %card_id, error = %e,
                 "could not release the card lock; it expires with its TTL"),
         }
-    }
-}
-
-fn log_decision(d: &Decision, trigger: Trigger) {
-    let e = &d.evidence;
-    let reason = match d.action {
-        Action::Stopped { reason } | Action::ReasonChanged { to: reason, .. } => Some(reason),
-        Action::Started | Action::Nothing { .. } => None,
-    };
-    let why = match d.action {
-        Action::Nothing { why } => Some(why.as_str()),
-        _ => None,
-    };
-    macro_rules! emit {
-        ($level:ident) => {
-            $level!(
-                card_id = %d.card_id, trigger = %trigger, action = d.action.label(),
-                reason = reason.map(StopReason::as_str), why,
-                from_reason = e.stop_reason.map(StopReason::as_str),
-                valid_packages = e.valid_packages, exhausted_packages = e.exhausted_packages,
-                used_mb = %e.used_mb, limit_mb = ?e.limit_mb,
-                real_name_satisfied = e.real_name_satisfied,
-                protect_stop = e.protect.stop, protect_start = e.protect.start,
-                "stop/resume decision"
-            )
-        };
-    }
-    match d.action {
-        Action::Nothing { .. } => emit!(debug),
-        _ => emit!(info),
     }
 }

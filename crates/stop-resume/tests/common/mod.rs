@@ -6,8 +6,8 @@ use chrono::{DateTime, Duration, Utc};
 use domain::store::Page;
 use domain::{
     Card, CardCategory, CardId, CardStateLog, CarrierId, DeviceId, ManualClock, Megabytes,
-    NetworkStatus, NewCard, NewDevice, NewPackageUsage, PackageOwner, PackageStatus,
-    PackageUsage, RealNameStatus, ResetCycle,
+    NetworkStatus, NewCard, NewDevice, NewPackageUsage, PackageOwner, PackageStatus, PackageUsage,
+    RealNameStatus, ResetCycle,
 };
 use gateway::sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
@@ -46,13 +46,23 @@ impl World {
     pub async fn new() -> World {
         let env = TestEnv::new().await.expect("test env");
         let stores = Stores::new(env.db.conn.clone());
-        let sim = SimServer::start(SimOptions::default()).await.expect("sim starts");
+        let sim = SimServer::start(SimOptions::default())
+            .await
+            .expect("sim starts");
         let clock = ManualClock::new(Utc::now());
         let keys = Keys::new(env.redis.prefix.clone());
         let pool = env.redis.pool().await.expect("redis pool");
         let protect = ProtectKeys::new(pool.clone(), keys.clone());
         let service = World::service_on(&stores, &sim, &clock, &keys, pool);
-        World { env, stores, sim, clock, keys, protect, service }
+        World {
+            env,
+            stores,
+            sim,
+            clock,
+            keys,
+            protect,
+            service,
+        }
     }
 
     /// Another service over the same world, with its own Redis pool and HTTP client: what a
@@ -86,7 +96,13 @@ impl World {
 
     /// A normal card, real-named, online, known to the sim.
     pub async fn card(&self, iccid: &str, device: Option<DeviceId>) -> CardId {
-        self.card_with(iccid, device, RealNameStatus::Verified, NetworkStatus::Online).await
+        self.card_with(
+            iccid,
+            device,
+            RealNameStatus::Verified,
+            NetworkStatus::Online,
+        )
+        .await
     }
 
     pub async fn card_with(
@@ -112,14 +128,26 @@ impl World {
             })
             .await
             .expect("card inserts");
-        let spec = SimCardSpec { real_name_status: real, network_status: net, ..SimCardSpec::new(iccid) };
+        let spec = SimCardSpec {
+            real_name_status: real,
+            network_status: net,
+            ..SimCardSpec::new(iccid)
+        };
         self.sim.state().upsert_cards(vec![spec]).expect("sim card");
         card.id
     }
 
     pub async fn device(&self, no: &str) -> DeviceId {
-        let d = NewDevice { device_no: no.to_owned(), enable_polling: true };
-        self.stores.devices.insert(&d).await.expect("device inserts").id
+        let d = NewDevice {
+            device_no: no.to_owned(),
+            enable_polling: true,
+        };
+        self.stores
+            .devices
+            .insert(&d)
+            .await
+            .expect("device inserts")
+            .id
     }
 
     /// An active package valid from a day ago for `days` days.
@@ -153,12 +181,23 @@ impl World {
     }
 
     pub async fn db_card(&self, id: CardId) -> Card {
-        self.stores.cards.get(id).await.expect("card reads").expect("card exists")
+        self.stores
+            .cards
+            .get(id)
+            .await
+            .expect("card reads")
+            .expect("card exists")
     }
 
     /// The card's audit rows, oldest first.
     pub async fn log(&self, id: CardId) -> Vec<CardStateLog> {
-        let mut rows = self.stores.cards.state_log(id, Page::new(1, 500)).await.expect("log reads").items;
+        let mut rows = self
+            .stores
+            .cards
+            .state_log(id, Page::new(1, 500))
+            .await
+            .expect("log reads")
+            .items;
         rows.reverse();
         rows
     }
