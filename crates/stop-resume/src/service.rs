@@ -92,7 +92,7 @@ impl StopResumeService {
     /// card, its covering packages and its device's protect state, applies the decision table
     /// and carries it out. Returns what was done and why; on error the card is unchanged in the
     /// database and the caller reschedules it at the retry interval.
-    #[tracing::instrument(name = "evaluate_and_act", skip(self), fields(card_id = %card_id, trigger = %trigger))]
+    #[tracing::instrument(name = "evaluate_and_act", skip_all, fields(card_id = %card_id, trigger = %trigger))]
     pub async fn evaluate_and_act(
         &self,
         card_id: CardId,
@@ -120,7 +120,7 @@ impl StopResumeService {
 
     /// An operator's stop: gateway stop if the card is online, then `stop_reason = manual`
     /// (a stopped card only has its reason rewritten). Automation never lifts it.
-    #[tracing::instrument(name = "stop_by_operator", skip(self), fields(card_id = %card_id))]
+    #[tracing::instrument(name = "stop_by_operator", skip_all, fields(card_id = %card_id))]
     pub async fn stop_by_operator(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
         self.operator(card_id, |card| {
             match (card.network_status, card.stop_reason) {
@@ -142,7 +142,7 @@ impl StopResumeService {
     /// An operator's start: gateway start of a stopped card, whatever its reason (an operator
     /// may lift `manual`), then `stop_reason = ''`. Automation may stop it again at its next
     /// evaluation if a reason holds.
-    #[tracing::instrument(name = "start_by_operator", skip(self), fields(card_id = %card_id))]
+    #[tracing::instrument(name = "start_by_operator", skip_all, fields(card_id = %card_id))]
     pub async fn start_by_operator(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
         self.operator(card_id, |card| match card.network_status {
             NetworkStatus::Stopped => Action::Started,
