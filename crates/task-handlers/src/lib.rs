@@ -5,7 +5,33 @@
 //! handler's forced corrections inside a protect period call the gateway directly). They reach
 //! PostgreSQL only through the store traits of `domain`: this crate must not depend on sea-orm,
 //! sqlx or `store`.
+//!
+//! * [`PollingBase`]: what the four handlers share (concurrency slot per task type, the card
+//!   cache, rescheduling, the matched interval) and the one poll flow that guarantees a card is
+//!   never dropped from its queue by a full pool, an error or a timeout.
+//! * [`PollingRealnameHandler`], [`PollingCarddataHandler`], [`PollingPackageHandler`],
+//!   [`PollingProtectHandler`]: one file each, built in one place by [`build_registry`].
+//! * [`PackageJobs`]: the periodic package activation check and monthly data reset.
 
+mod error;
+mod flow;
 mod handler;
+mod jobs;
+mod polling_base;
+mod polling_carddata_handler;
+mod polling_package_handler;
+mod polling_protect_handler;
+mod polling_realname_handler;
+mod registry;
+mod telemetry;
 
+pub use error::HandlerError;
+pub use flow::Polled;
 pub use handler::{Outcome, Registry, TaskHandler};
+pub use jobs::{JobReport, PackageJobs};
+pub use polling_base::PollingBase;
+pub use polling_carddata_handler::PollingCarddataHandler;
+pub use polling_package_handler::PollingPackageHandler;
+pub use polling_protect_handler::PollingProtectHandler;
+pub use polling_realname_handler::PollingRealnameHandler;
+pub use registry::{HandlerDeps, HandlerSettings, build_registry};

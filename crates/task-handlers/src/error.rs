@@ -1,0 +1,30 @@
+//! The crate's error type.
+
+use domain::{CardId, NetworkStatus, StoreError};
+use gateway::GatewayError;
+use polling_queue::QueueError;
+use stop_resume::StopResumeError;
+
+/// Why a poll or a periodic job did not complete. A handler never returns it: it reschedules
+/// the card at the retry interval and reports [`crate::Outcome::Failure`] instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandlerError {
+    /// The carrier did not answer a query (timeout, throttling, 5xx, transport, decode).
+    #[error("gateway: {0}")]
+    Gateway(#[from] GatewayError),
+    /// A forced stop or start was answered with another network status than asked for.
+    #[error("gateway {call} of card {card_id} answered network status {got:?}")]
+    UnexpectedStatus {
+        card_id: CardId,
+        /// `stop` or `start`.
+        call: &'static str,
+        got: NetworkStatus,
+    },
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("redis: {0}")]
+    Redis(#[from] QueueError),
+    #[error("stop/resume: {0}")]
+    StopResume(#[from] StopResumeError),
+}

@@ -1,0 +1,136 @@
+//! [`PollingBase`]: what the four handlers share (seed: `polling_base.go`).
+
+use crate::{HandlerError, HandlerSettings};
+use chrono::{DateTime, Utc};
+use domain::store::CardStore;
+use domain::{Card, CardId, Clock, TaskType};
+use polling_config::PollingConfigManager;
+use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{debug, warn};
+
+/// Concurrency slots, the card cache, rescheduling and the matched interval. Cheap to clone:
+/// every field is a handle, so each handler owns a clone.
+#[derive(Clone)]
+pub struct PollingBase {
+    pub(crate) cards: Arc<dyn CardStore>,
+    pub(crate) configs: PollingConfigManager,
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) semaphore: ConcurrencySemaphore,
+    pub(crate) cache: CardCache,
+    pub(crate) counters: TaskCounters,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) settings: HandlerSettings,
+}
+
+impl std::fmt::Debug for PollingBase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollingBase")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PollingBase {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cards: Arc<dyn CardStore>,
+        configs: PollingConfigManager,
+        queue: PollingQueueManager,
+        semaphore: ConcurrencySemaphore,
+        cache: CardCache,
+        counters: TaskCounters,
+        clock: Arc<dyn Clock>,
+        settings: HandlerSettings,
+    ) -> Self {
+        Self {
+            cards,
+            configs,
+            queue,
+            semaphore,
+            cache,
+            counters,
+            clock,
+            settings,
+        }
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    pub fn settings(&self) -> &HandlerSettings {
+        &self.settings
+    }
+
+    /// A cluster-wide slot of `task`'s own pool (`polling:concurrency:{type}`): the pools are
+    /// isolated, so realname polls never use carddata's quota. `None`: the pool is full.
+    pub async fn acquire_concurrency(
+        &self,
+        task: TaskType,
+    ) -> Result<Option<Permit>, HandlerError> {
+        Ok(self.semaphore.acquire(task).await?)
+    }
+
+    /// Gives the slot back. A failure only logs: the slot frees itself when its lease ends.
+    pub async fn release_concurrency(&self, permit: Permit) {
+        let task = permit.task;
+        if let Err(error) = self.semaphore.release(permit).await {
+            warn!(task = %task, %error, "cannot release the concurrency slot; its lease frees it");
+        }
+    }
+
+    /// The card, from the Redis cache when there (its TTL restarts: sliding window), else from
+    /// the store, then cached. `None`: the card does not exist or is deleted.
+    pub async fn get_card_with_cache(&self, card_id: CardId) -> Result<Option<Card>, HandlerError> {
+        match self.cache.get(card_id).await {
+            Ok(Some(card)) => return Ok(Some(card)),
+            Ok(None) => {}
+            // Redis trouble must not stop polling: the store has the truth.
+            Err(error) => {
+                warn!(card_id = %card_id, %error, "card cache unreadable; reading the store")
+            }
+        }
+        let Some(card) = self.cards.get(card_id).await? else {
+            return Ok(None);
+        };
+        self.update_card_cache(&card).await;
+        Ok(Some(card))
+    }
+
+    /// Stores the card's snapshot after a write. If Redis refuses, the snapshot is dropped
+    /// instead so that the next poll reads the store rather than stale counters.
+    pub async fn update_card_cache(&self, card: &Card) {
+        if let Err(error) = self.cache.set(card).await {
+            warn!(card_id = %card.id, %error, "cannot update the card cache; invalidating it");
+            if let Err(error) = self.cache.invalidate(card.id).await {
+                warn!(card_id = %card.id, %error, "cannot invalidate the card cache either");
+            }
+        }
+    }
+
+    /// Reschedules the card at `now + delay` (`ZADD XX`: a card removed meanwhile by the
+    /// lifecycle stays removed).
+    pub async fn requeue_card(
+        &self,
+        card_id: CardId,
+        task: TaskType,
+        delay: Duration,
+    ) -> Result<(), HandlerError> {
+        let now = self.now();
+        let at = chrono::Duration::from_std(delay)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .unwrap_or(now);
+        self.queue.reschedule(card_id, task, at).await?;
+        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(), "card rescheduled");
+        Ok(())
+    }
+
+    /// The interval of `task` in the config the card matches now; `None`: no config matches,
+    /// or the matched config does not schedule `task`.
+    pub fn matched_interval(&self, card: &Card, task: TaskType) -> Option<Duration> {
+        self.configs.matched_interval(&card.match_fields(), task)
+    }
+}

@@ -1,0 +1,125 @@
+//! The usage poll (seed: `polling_carddata_handler.go`).
+//!
+//! Asks the carrier for the card's cumulative usage of its current month, applies it to the
+//! card's month counters (`domain::apply_month_total`: rollover, same-month delta, never
+//! negative), writes counters, usage record and package deduction in one store transaction,
+//! then lets `stop-resume` decide. The handler holds no rule about limits or stopping.
+
+use crate::flow::apply_decision;
+use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
+use domain::store::CardStore;
+use domain::{Card, CardId, MonthUsage, PackageOwner, TaskType, apply_month_total, month_start};
+use gateway::CarrierGateway;
+use std::sync::Arc;
+use stop_resume::{StopResumeService, Trigger};
+use tracing::{debug, info, warn};
+
+const TASK: TaskType = TaskType::Carddata;
+
+/// Handles `carddata` polls.
+pub struct PollingCarddataHandler {
+    base: PollingBase,
+    gateway: Arc<dyn CarrierGateway>,
+    cards: Arc<dyn CardStore>,
+    stop_resume: StopResumeService,
+}
+
+impl PollingCarddataHandler {
+    /// The store's `record_usage` is one transaction for counters, usage record and the
+    /// deduction (the seed's `UsageService.DeductDataUsage`), so no separate usage service.
+    pub fn new(
+        base: PollingBase,
+        gateway: Arc<dyn CarrierGateway>,
+        cards: Arc<dyn CardStore>,
+        stop_resume: StopResumeService,
+    ) -> Self {
+        Self {
+            base,
+            gateway,
+            cards,
+            stop_resume,
+        }
+    }
+
+    /// The carrier's month total. A failure writes nothing: the caller reschedules the card at
+    /// the retry interval.
+    async fn collect_usage_data(&self, card: &Card) -> Result<MonthUsage, HandlerError> {
+        let usage = self.gateway.usage(&card.iccid).await.map_err(|error| {
+            warn!(card_id = %card.id, %error,
+                "流量查询失败: cardID={}, error={error} (usage query failed; nothing written, retry later)",
+                card.id);
+            error
+        })?;
+        let local = month_start(
+            self.base
+                .now()
+                .with_timezone(&self.base.settings().timezone)
+                .date_naive(),
+        );
+        if month_start(usage.month) != local {
+            debug!(card_id = %card.id, carrier_month = %usage.month, local_month = %local,
+                "the carrier reports another month than the local calendar; following the carrier");
+        }
+        Ok(usage)
+    }
+
+    async fn process_card(&self, mut card: Card) -> Result<Polled, HandlerError> {
+        let reported = self.collect_usage_data(&card).await?;
+        let update = apply_month_total(&card.usage, &reported);
+        if update.corrected_downwards {
+            warn!(card_id = %card.id, reported_mb = %reported.month_total_mb,
+                baseline_mb = %card.usage.last_gateway_total_mb,
+                "流量下调: cardID={}, the carrier reported less than before (correction); delta counted as 0, baseline reset",
+                card.id);
+            telemetry::change(TASK, "usage_correction");
+        }
+        if update.changes(&card.usage) {
+            let owner = PackageOwner::covering(card.id, card.device_id);
+            let steps = self
+                .cards
+                .record_usage(
+                    card.id,
+                    &update,
+                    reported.month_total_mb,
+                    owner,
+                    self.base.now(),
+                )
+                .await?;
+            if update.rolled_over {
+                info!(card_id = %card.id,
+                    from = ?card.usage.current_month_start_date,
+                    to = ?update.counters.current_month_start_date,
+                    last_month_total_mb = %update.counters.last_month_total_mb,
+                    month_total_mb = %reported.month_total_mb,
+                    "流量跨月: cardID={}, month rolled over (last month saved, counters restarted)",
+                    card.id);
+                telemetry::change(TASK, "usage_rollover");
+            }
+            debug!(card_id = %card.id, delta_mb = %update.delta_mb, month = ?update.counters.current_month_start_date,
+                month_usage_mb = %update.counters.current_month_usage_mb, deduction_steps = steps.len(), "usage recorded");
+            card.data_usage_mb += update.delta_mb;
+            card.usage = update.counters;
+            // At once, before the evaluation: the counters are the next poll's baseline.
+            self.base.update_card_cache(&card).await;
+        }
+        let decision = self
+            .stop_resume
+            .evaluate_and_act(card.id, Trigger::Carddata)
+            .await?;
+        if apply_decision(&mut card, &decision) {
+            self.base.update_card_cache(&card).await;
+        }
+        Ok(Polled::success(card))
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskHandler for PollingCarddataHandler {
+    fn task_type(&self) -> TaskType {
+        TASK
+    }
+
+    async fn handle(&self, card: CardId) -> Outcome {
+        self.base.run(TASK, card, |c| self.process_card(c)).await
+    }
+}
