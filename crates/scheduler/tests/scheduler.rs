@@ -47,7 +47,7 @@ impl Recorder {
     }
 
     fn seen(&self) -> HashMap<CardId, usize> {
-        self.seen.lock().unwrap().clone()
+        self.seen.lock().expect("lock").clone()
     }
 }
 
@@ -58,7 +58,7 @@ impl TaskHandler for Recorder {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        *self.seen.lock().unwrap().entry(card).or_default() += 1;
+        *self.seen.lock().expect("lock").entry(card).or_default() += 1;
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_running.fetch_max(now, Ordering::SeqCst);
         match self.behaviour {
@@ -70,7 +70,7 @@ impl TaskHandler for Recorder {
         }
         self.running.fetch_sub(1, Ordering::SeqCst);
         let next = Utc::now() + chrono::Duration::hours(1);
-        self.queue.reschedule(card, self.task, next).await.unwrap();
+        self.queue.reschedule(card, self.task, next).await.expect("reschedule");
         Outcome::Success
     }
 }

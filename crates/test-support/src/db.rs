@@ -6,7 +6,7 @@ use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, Sta
 use std::time::Duration;
 
 /// Serialises template builds across test processes (any constant shared by all of them).
-const TEMPLATE_LOCK: i64 = 0x636d_705f_7470_6c;
+const TEMPLATE_LOCK: i64 = 0x0063_6d70_5f74_706c;
 /// Test databases older than this are leftovers of crashed runs.
 const SWEEP_AFTER_SECS: u64 = 2 * 3600;
 const TEST_DB_TAG: &str = "cmpt_";

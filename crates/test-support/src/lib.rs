@@ -4,7 +4,7 @@
 //!   (named after [`migrations::schema_fingerprint`], so a changed schema gets a new template),
 //!   dropped when the value is dropped. Databases left by crashed runs are swept after two hours.
 //! * [`TestRedis`]: a key prefix of its own on a shared Redis; its keys are deleted on drop.
-//! * [`TestEnv`]: both.
+//! * [`TestEnv`] holds both.
 //!
 //! Services come from `CMP_TEST_DATABASE_URL` / `CMP_TEST_REDIS_URL` when set; otherwise
 //! PostgreSQL 16 and Redis 7 containers are started with testcontainers when a Docker daemon is
