@@ -1,0 +1,133 @@
+//! The real-name poll: every scenario of the seed, end to end.
+
+mod common;
+
+use common::{CardSpec, REALNAME_SECS, RETRY_SECS, World, assert_score, iccid};
+use domain::{NetworkStatus, PackageOwner, PackageStatus, RealNameStatus, StopReason, TaskType};
+use gateway::CallKind;
+use gateway::sim::{Script, ScriptStep, SimCardPatch};
+use rust_decimal_macros::dec;
+use task_handlers::Outcome;
+use tracing_test::traced_test;
+
+fn carrier_verifies(w: &World, card: i64) {
+    let patch = SimCardPatch { real_name_status: Some(RealNameStatus::Verified), ..Default::default() };
+    w.sim.state().patch_card(&iccid(card), patch).expect("patch").expect("sim card");
+}
+
+/// Seed: cardID=100, real_name_status=0, stopped for not_realname; the carrier reports the
+/// real-name done -> written, activation, evaluation, resumed (network 1, reason '').
+#[tokio::test]
+#[traced_test]
+async fn card_100_real_named_0_to_1_is_resumed() {
+    let w = World::new().await;
+    let card = w.card(CardSpec::new(100).not_real_named().stopped(StopReason::NotRealname)).await;
+    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(0))).await;
+    carrier_verifies(&w, 100);
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+
+    let c = w.db_card(card).await;
+    assert_eq!(c.real_name_status, RealNameStatus::Verified);
+    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(w.calls(card), (0, 1), "one start, no stop");
+    let log = w.log(card).await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].entry.trigger, "realname");
+    assert!(logs_contain("卡实名状态变更: cardID=100, 0→1，触发激活任务和复机评估"));
+    assert_score(w.score(card, TaskType::Realname).await, w.at(REALNAME_SECS), "rescheduled at the interval");
+    // The cache follows the writes: the next poll sees the card verified and online.
+    let cached = w.cache.get(card).await.expect("cache").expect("cached");
+    assert_eq!((cached.real_name_status, cached.network_status), (RealNameStatus::Verified, NetworkStatus::Online));
+}
+
+/// Seed: cardID=200, real-named, the carrier still says real-named -> no write, no activation,
+/// no evaluation, rescheduled at the normal interval.
+#[tokio::test]
+async fn card_200_unchanged_writes_nothing() {
+    let w = World::new().await;
+    let card = w.card(CardSpec::new(200)).await;
+    // A package waiting for real-name must stay pending; no valid package, so an evaluation
+    // would stop the card (no_package): neither may happen.
+    let mut waiting = w.package(PackageOwner::Card(card), Some(dec!(100)), dec!(0));
+    waiting.status = PackageStatus::Pending;
+    waiting.activate_on_realname = true;
+    w.add_package(waiting).await;
+    let before = w.db_card(card).await;
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+
+    let after = w.db_card(card).await;
+    assert_eq!(after.updated_at, before.updated_at, "no write");
+    assert_eq!(after.real_name_status, RealNameStatus::Verified);
+    let pkgs = w.packages_of(PackageOwner::Card(card)).await;
+    assert_eq!(pkgs[0].status, PackageStatus::Pending, "no activation");
+    assert_eq!(w.calls(card), (0, 0), "no evaluation");
+    assert_eq!(after.network_status, NetworkStatus::Online);
+    assert!(w.log(card).await.is_empty());
+    assert_score(w.score(card, TaskType::Realname).await, w.at(REALNAME_SECS), "normal interval");
+}
+
+/// First real-name activation (RULES.md): the device's package waiting for real-name becomes
+/// active inline, so the evaluation that follows resumes the card.
+#[tokio::test]
+async fn first_real_name_activates_the_waiting_package_and_resumes() {
+    let w = World::new().await;
+    let device = w.device("D-RN").await;
+    let card = w.card(CardSpec::new(101).not_real_named().stopped(StopReason::NotRealname).on(device)).await;
+    let mut waiting = w.package(PackageOwner::Device(device), Some(dec!(500)), dec!(0));
+    waiting.status = PackageStatus::Pending;
+    waiting.activate_on_realname = true;
+    waiting.activated_at = None;
+    waiting.expires_at = None;
+    w.add_package(waiting).await;
+    carrier_verifies(&w, 101);
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+
+    let pkgs = w.packages_of(PackageOwner::Device(device)).await;
+    assert_eq!(pkgs[0].status, PackageStatus::Active);
+    assert_eq!(pkgs[0].activated_at, Some(w.now()));
+    let c = w.db_card(card).await;
+    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(w.calls(card), (0, 1));
+}
+
+/// The evaluation after 0 -> 1 failed (carrier refused the start): the card is rescheduled at
+/// the retry interval, and the next poll, although the status is unchanged, evaluates again.
+#[tokio::test]
+async fn failed_resume_after_real_name_is_retried() {
+    let w = World::new().await;
+    let card = w.card(CardSpec::new(102).not_real_named().stopped(StopReason::NotRealname)).await;
+    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0))).await;
+    carrier_verifies(&w, 102);
+    w.sim.state().set_script(Script { fail_next: vec![ScriptStep::Status(503); 3], call: Some(CallKind::Start) });
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Failure);
+    let c = w.db_card(card).await;
+    assert_eq!(c.real_name_status, RealNameStatus::Verified, "the status write stands");
+    assert_eq!(c.network_status, NetworkStatus::Stopped);
+    assert_score(w.score(card, TaskType::Realname).await, w.at(RETRY_SECS), "retry interval");
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+    let c = w.db_card(card).await;
+    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(w.calls(card), (0, 4), "three refused tries, then one applied");
+}
+
+/// A real-name query failure writes nothing and comes back at the retry interval.
+#[tokio::test]
+#[traced_test]
+async fn query_failure_retries() {
+    let w = World::new().await;
+    let card = w.card(CardSpec::new(103).not_real_named()).await;
+    w.sim.state().set_script(Script { fail_next: vec![ScriptStep::Status(503)], call: Some(CallKind::Realname) });
+    let before = w.db_card(card).await;
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Failure);
+    assert_eq!(w.db_card(card).await.updated_at, before.updated_at);
+    assert!(logs_contain("实名查询失败: cardID=103"));
+    assert_score(w.score(card, TaskType::Realname).await, w.at(RETRY_SECS), "retry interval");
+    let stats = w.counters.read(TaskType::Realname).await.expect("stats");
+    assert_eq!((stats.success, stats.failure), (0, 1));
+}
