@@ -1,4 +1,16 @@
 //! [`HttpGateway`]: the protocol over one pooled HTTP client.
+//!
+//! Every HTTP request is bounded by `timeout`. Queries (`realname`, `usage`, `packages`) are
+//! tried once: their caller reschedules the card. `stop`/`start` are tried up to
+//! `retry.attempts` times on retryable errors (timeout, throttled, 5xx, transport) with
+//! exponential back-off and jitter, or after the carrier's `Retry-After` when it sends one
+//! (up to `retry.max_retry_after`). Before each request a slot of the shared budget is
+//! reserved when a limiter and a non-zero rate are set.
+//!
+//! Metrics: `cmp_gateway_requests_total{call, outcome}` per HTTP request (outcome `ok`,
+//! `not_found`, `throttled`, `timeout`, `carrier_5xx`, `carrier_4xx`, `decode_error`,
+//! `transport_error`), plus `outcome="rate_limited"` when the limiter refused a slot and no
+//! request was made; `cmp_gateway_request_duration_seconds{call}` per HTTP request.
 
 use crate::protocol::{
     CardRequest, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer, parse_month,

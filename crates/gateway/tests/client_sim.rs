@@ -304,8 +304,10 @@ async fn quota_per_sec_answers_429_beyond_the_quota() {
         .filter(|r| matches!(r, Err(GatewayError::Throttled { .. })))
         .count();
     assert_eq!(ok + throttled, 20);
-    assert_eq!(ok, 5, "{results:?}");
-    assert_eq!(sim.state().stats().by_outcome["over_quota"], 15);
+    // Exactly 5 when the burst fits in one second (it does unless the machine stalls for most
+    // of a second); never more than the quota of the two seconds it could straddle.
+    assert!((5..=10).contains(&ok), "{results:?}");
+    assert_eq!(sim.state().stats().by_outcome["over_quota"], 20 - ok as u64);
 }
 
 #[tokio::test]
