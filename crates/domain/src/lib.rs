@@ -53,6 +53,8 @@ pub use device::*;
 pub use error::{DomainError, StoreError};
 pub use ids::*;
 pub use package::*;
+#[cfg(any(test, feature = "mock"))]
+pub use ratelimit::MockRateLimiter;
 pub use ratelimit::{RateLimitError, RateLimiter};
 pub use task::{ParseTaskTypeError, TaskType};
 pub use usage::*;
