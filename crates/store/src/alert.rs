@@ -76,10 +76,12 @@ impl AlertStore for PgAlertStore {
     }
 
     async fn update_rule(&self, id: AlertRuleId, rule: &AlertRuleInput) -> StoreResult<AlertRule> {
-        let mut model = active_model(rule);
-        model.updated_at = Set(Utc::now());
         let rows = polling_alert_rule::Entity::update_many()
-            .set(model)
+            .set(active_model(rule))
+            .col_expr(
+                polling_alert_rule::Column::UpdatedAt,
+                Expr::current_timestamp(),
+            )
             .filter(polling_alert_rule::Column::Id.eq(id.get()))
             .exec_with_returning(&self.db)
             .await

@@ -3,7 +3,7 @@
 
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
-use crate::error::{db_err, not_found};
+use crate::error::{bad_column, db_err, not_found};
 use crate::package::deduct_in;
 use crate::sql::{col, count, models, paged, stmt};
 use async_trait::async_trait;
@@ -159,26 +159,49 @@ SELECT inserted.id FROM inserted JOIN input USING (iccid) ORDER BY input.ord
 "#;
 
 /// The initializer's scan. A card counts when its own flag is on and its device (if any) has
-/// its flag on too. A card whose `device_id` points at a device row that is soft-deleted
-/// (or, impossible under the foreign key, missing) counts as standalone and enabled: deleting a
-/// device unbinds its cards anyway, and dropping cards silently from polling is the worse
-/// failure. The card side reads only `idx_iot_card_polling` (it includes every field).
+/// its flag on too. A card whose `device_id` points at a soft-deleted device row (or, impossible
+/// under the foreign key, a missing one) counts as standalone and enabled: deleting a device
+/// unbinds its cards anyway, and silently dropping cards from polling is the worse failure.
+///
+/// This is the LEFT JOIN of the specification written as `device_id IS NULL OR NOT EXISTS
+/// (live device with the flag off)`. Inside an `OR` the subquery stays a filter instead of
+/// becoming a hash join, so the plan is an index-only scan of `idx_iot_card_polling` in id
+/// order that stops after `LIMIT` rows, with no sort; PostgreSQL hashes the (small) set of
+/// disabled devices once, or probes `tb_device_pkey` per bound card when that set is large.
+/// The join form sorted the whole remaining table on every page (measured 2.5x slower at 250K
+/// cards, and worse as the fleet grows).
+///
+/// The page comes back as one row of column arrays (`array_agg`) rather than 100K rows: the
+/// per-row protocol and decoding cost on the client was most of the time (3-4x end to end).
 const PAGE_POLLING_ENABLED: &str = r#"
-SELECT c.id, c.carrier_id, c.card_category = 'industry' AS industry, c.real_name_status,
-       c.network_status
-FROM tb_iot_card c
-LEFT JOIN tb_device d ON d.id = c.device_id AND d.deleted_at IS NULL
-WHERE c.enable_polling AND c.deleted_at IS NULL AND c.id > $1
-  AND d.enable_polling IS NOT FALSE
-ORDER BY c.id
-LIMIT $2
+SELECT array_agg(id) AS ids, array_agg(carrier_id) AS carriers, array_agg(industry) AS industry,
+       array_agg(real_name_status) AS real_name, array_agg(network_status) AS network
+FROM (
+    SELECT c.id, c.carrier_id, c.card_category = 'industry' AS industry, c.real_name_status,
+           c.network_status
+    FROM tb_iot_card c
+    WHERE c.enable_polling AND c.deleted_at IS NULL AND c.id > $1
+      AND (c.device_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM tb_device d
+            WHERE d.id = c.device_id AND d.deleted_at IS NULL AND NOT d.enable_polling))
+    ORDER BY c.id
+    LIMIT $2
+) page
 "#;
+
+/// Session settings for the scan, local to its transaction. The planner's cost for the
+/// per-row alternative of the subquery crosses `jit_above_cost`, and JIT compilation alone
+/// costs more than the whole page (measured 70 ms -> 220 ms per 100K rows). A custom plan per
+/// call keeps the `LIMIT` and the key visible to the planner when the statement is cached.
+const SCAN_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL plan_cache_mode = force_custom_plan";
 
 const COUNT_POLLING_ENABLED: &str = r#"
 SELECT count(*) AS n
 FROM tb_iot_card c
-LEFT JOIN tb_device d ON d.id = c.device_id AND d.deleted_at IS NULL
-WHERE c.enable_polling AND c.deleted_at IS NULL AND d.enable_polling IS NOT FALSE
+WHERE c.enable_polling AND c.deleted_at IS NULL
+  AND (c.device_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM tb_device d
+        WHERE d.id = c.device_id AND d.deleted_at IS NULL AND NOT d.enable_polling))
 "#;
 
 const SET_REAL_NAME: &str = r#"
@@ -307,34 +330,71 @@ impl CardStore for PgCardStore {
         limit: u32,
     ) -> StoreResult<Vec<CardMatchFields>> {
         let after = after.map_or(i64::MIN, CardId::get);
-        let rows = self
-            .db
-            .query_all_raw(stmt(
+        let txn = self.db.begin().await.map_err(db_err)?;
+        txn.execute_unprepared(SCAN_SETTINGS)
+            .await
+            .map_err(db_err)?;
+        let row = txn
+            .query_one_raw(stmt(
                 PAGE_POLLING_ENABLED,
                 [after.into(), i64::from(limit).into()],
             ))
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|row| {
-                // By index: this loop runs for every card of the fleet at initialisation.
-                let real_name: i16 = row.try_get_by_index(3).map_err(db_err)?;
-                let network: i16 = row.try_get_by_index(4).map_err(db_err)?;
-                Ok(CardMatchFields {
-                    id: CardId(row.try_get_by_index(0).map_err(db_err)?),
-                    carrier_id: CarrierId(row.try_get_by_index(1).map_err(db_err)?),
-                    card_category: if row.try_get_by_index::<bool>(2).map_err(db_err)? {
-                        CardCategory::Industry
-                    } else {
-                        CardCategory::Normal
-                    },
-                    real_name_status: RealNameStatus::try_from(real_name)
-                        .map_err(|e| crate::error::bad_column("real_name_status", e))?,
-                    network_status: NetworkStatus::try_from(network)
-                        .map_err(|e| crate::error::bad_column("network_status", e))?,
-                })
-            })
-            .collect()
+        txn.commit().await.map_err(db_err)?;
+        let Some(row) = row else {
+            return Ok(Vec::new());
+        };
+        // `array_agg` of no row is NULL: an empty page.
+        let ids: Option<Vec<i64>> = col(&row, "ids")?;
+        let Some(ids) = ids else {
+            return Ok(Vec::new());
+        };
+        let carriers: Vec<i64> = col(&row, "carriers")?;
+        let industry: Vec<bool> = col(&row, "industry")?;
+        let real_name: Vec<i16> = col(&row, "real_name")?;
+        let network: Vec<i16> = col(&row, "network")?;
+        let n = ids.len();
+        if [
+            carriers.len(),
+            industry.len(),
+            real_name.len(),
+            network.len(),
+        ] != [n; 4]
+        {
+            return Err(bad_column(
+                "page_polling_enabled",
+                "arrays of unequal length",
+            ));
+        }
+        let mut page = Vec::with_capacity(n);
+        for ((((id, carrier), industry), real_name), network) in ids
+            .into_iter()
+            .zip(carriers)
+            .zip(industry)
+            .zip(real_name)
+            .zip(network)
+        {
+            page.push(CardMatchFields {
+                id: CardId(id),
+                carrier_id: CarrierId(carrier),
+                card_category: if industry {
+                    CardCategory::Industry
+                } else {
+                    CardCategory::Normal
+                },
+                real_name_status: RealNameStatus::try_from(real_name)
+                    .map_err(|e| bad_column("real_name_status", e))?,
+                network_status: NetworkStatus::try_from(network)
+                    .map_err(|e| bad_column("network_status", e))?,
+            });
+        }
+        // Every aggregate reads the rows in the same order, so the arrays line up; that order
+        // is the subquery's (by id) in practice, and re-sorted here in the unlikely other case.
+        if !page.is_sorted_by_key(|c| c.id) {
+            page.sort_unstable_by_key(|c| c.id);
+        }
+        Ok(page)
     }
 
     async fn ids_of_devices(&self, devices: &[DeviceId]) -> StoreResult<Vec<CardId>> {

@@ -25,8 +25,7 @@ impl PgPollingConfigStore {
         PgPollingConfigStore { db }
     }
 
-    async fn updated(
-        &self,
+    fn updated(
         id: PollingConfigId,
         rows: Result<Vec<polling_config::Model>, sea_orm::DbErr>,
     ) -> StoreResult<PollingConfig> {
@@ -97,14 +96,13 @@ impl PollingConfigStore for PgPollingConfigStore {
         id: PollingConfigId,
         input: &PollingConfigInput,
     ) -> StoreResult<PollingConfig> {
-        let mut model = active_model(input);
-        model.updated_at = Set(chrono::Utc::now());
         let rows = polling_config::Entity::update_many()
-            .set(model)
+            .set(active_model(input))
+            .col_expr(polling_config::Column::UpdatedAt, Expr::current_timestamp())
             .filter(polling_config::Column::Id.eq(id.get()))
             .exec_with_returning(&self.db)
             .await;
-        self.updated(id, rows).await
+        Self::updated(id, rows)
     }
 
     async fn delete(&self, id: PollingConfigId) -> StoreResult<bool> {
@@ -122,6 +120,6 @@ impl PollingConfigStore for PgPollingConfigStore {
             .filter(polling_config::Column::Id.eq(id.get()))
             .exec_with_returning(&self.db)
             .await;
-        self.updated(id, rows).await
+        Self::updated(id, rows)
     }
 }

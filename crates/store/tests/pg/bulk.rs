@@ -160,6 +160,12 @@ async fn keyset_stream_over_250k_cards_returns_each_eligible_card_once() -> anyh
         expected.len() as u64
     );
 
+    let past_the_end = s
+        .cards
+        .page_polling_enabled(expected.last().copied(), 10)
+        .await?;
+    assert!(past_the_end.is_empty());
+
     // Small pages see the same stream, and the fields are the card's.
     assert_eq!(stream(s.cards.as_ref(), 9_999).await?, expected);
     let first = s.cards.page_polling_enabled(None, 3).await?;
