@@ -43,7 +43,10 @@ async fn cache_hit_reads_redis_only_and_slides_the_ttl() {
     let mut store = MockCardStore::new();
     store.expect_get().never();
 
-    let got = base_with(&w, store).get_card_with_cache(card).await.expect("reads");
+    let got = base_with(&w, store)
+        .get_card_with_cache(card)
+        .await
+        .expect("reads");
 
     assert_eq!(got, Some(snapshot));
     assert!(ttl(&w, card).await > 290, "sliding TTL restarted at 300 s");
@@ -57,9 +60,15 @@ async fn cache_miss_reads_the_store_and_fills_the_cache() {
     let snapshot = w.db_card(card).await;
     let mut store = MockCardStore::new();
     let from_db = snapshot.clone();
-    store.expect_get().times(1).returning(move |_| Ok(Some(from_db.clone())));
+    store
+        .expect_get()
+        .times(1)
+        .returning(move |_| Ok(Some(from_db.clone())));
 
-    let got = base_with(&w, store).get_card_with_cache(card).await.expect("reads");
+    let got = base_with(&w, store)
+        .get_card_with_cache(card)
+        .await
+        .expect("reads");
 
     assert_eq!(got, Some(snapshot.clone()));
     assert_eq!(w.cache.get(card).await.expect("cache"), Some(snapshot));
@@ -72,37 +81,85 @@ async fn cache_miss_reads_the_store_and_fills_the_cache() {
 #[traced_test]
 async fn sixty_carddata_polls_with_max_50() {
     let w = World::new().await;
-    w.semaphore.set_max(TaskType::Carddata, 50).await.expect("max set");
+    w.semaphore
+        .set_max(TaskType::Carddata, 50)
+        .await
+        .expect("max set");
     // A slow carrier keeps the 50 slots held while the other 10 try.
-    w.sim.state().set_faults(FaultsPatch { latency_ms: Some(300), ..FaultsPatch::default() }).expect("faults");
+    w.sim
+        .state()
+        .set_faults(FaultsPatch {
+            latency_ms: Some(300),
+            ..FaultsPatch::default()
+        })
+        .expect("faults");
     let mut cards = Vec::new();
     for id in 1000..1060 {
-        let card = w.card(CardSpec { month_total_mb: dec!(10), ..CardSpec::new(id) }).await;
-        w.add_package(w.package(PackageOwner::Card(card), None, dec!(0))).await;
+        let card = w
+            .card(CardSpec {
+                month_total_mb: dec!(10),
+                ..CardSpec::new(id)
+            })
+            .await;
+        w.add_package(w.package(PackageOwner::Card(card), None, dec!(0)))
+            .await;
         cards.push(card);
     }
 
-    let outcomes = futures::future::join_all(cards.iter().map(|c| w.handle(TaskType::Carddata, *c))).await;
+    let outcomes =
+        futures::future::join_all(cards.iter().map(|c| w.handle(TaskType::Carddata, *c))).await;
 
     let ran = outcomes.iter().filter(|o| **o == Outcome::Success).count();
-    let full: Vec<CardId> =
-        cards.iter().zip(&outcomes).filter(|(_, o)| **o == Outcome::RequeuedFull).map(|(c, _)| *c).collect();
+    let full: Vec<CardId> = cards
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| **o == Outcome::RequeuedFull)
+        .map(|(c, _)| *c)
+        .collect();
     assert_eq!((ran, full.len()), (50, 10));
     for card in &cards {
-        let expected = if full.contains(card) { w.at(0) } else { w.at(CARDDATA_SECS) };
-        assert_score(w.score(*card, TaskType::Carddata).await, expected, "rescheduled, none lost");
+        let expected = if full.contains(card) {
+            w.at(0)
+        } else {
+            w.at(CARDDATA_SECS)
+        };
+        assert_score(
+            w.score(*card, TaskType::Carddata).await,
+            expected,
+            "rescheduled, none lost",
+        );
     }
     for card in &full {
         let c = w.db_card(*card).await;
-        assert_eq!(c.usage.current_month_start_date, None, "a requeued card was not polled");
+        assert_eq!(
+            c.usage.current_month_start_date, None,
+            "a requeued card was not polled"
+        );
     }
     logs_assert(|lines: &[&str]| {
-        let n = lines.iter().filter(|l| l.contains("DEBUG") && l.contains("并发数已满，已重新入队: cardID=")).count();
-        if n == 10 { Ok(()) } else { Err(format!("{n} requeue logs, expected 10")) }
+        let n = lines
+            .iter()
+            .filter(|l| l.contains("DEBUG") && l.contains("并发数已满，已重新入队: cardID="))
+            .count();
+        if n == 10 {
+            Ok(())
+        } else {
+            Err(format!("{n} requeue logs, expected 10"))
+        }
     });
     let stats = w.counters.read(TaskType::Carddata).await.expect("stats");
-    assert_eq!((stats.success, stats.requeued_full, stats.failure), (50, 10, 0));
-    assert_eq!(w.semaphore.current(TaskType::Carddata).await.expect("current"), 0, "every slot given back");
+    assert_eq!(
+        (stats.success, stats.requeued_full, stats.failure),
+        (50, 10, 0)
+    );
+    assert_eq!(
+        w.semaphore
+            .current(TaskType::Carddata)
+            .await
+            .expect("current"),
+        0,
+        "every slot given back"
+    );
 }
 
 /// Seed: the pools are isolated per task type: a full realname pool does not take carddata's.
@@ -110,12 +167,28 @@ async fn sixty_carddata_polls_with_max_50() {
 async fn pools_are_isolated_per_task_type() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(100)).await;
-    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0))).await;
-    w.semaphore.set_max(TaskType::Realname, 1).await.expect("max set");
-    let held = w.semaphore.acquire(TaskType::Realname).await.expect("acquire").expect("a slot");
+    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0)))
+        .await;
+    w.semaphore
+        .set_max(TaskType::Realname, 1)
+        .await
+        .expect("max set");
+    let held = w
+        .semaphore
+        .acquire(TaskType::Realname)
+        .await
+        .expect("acquire")
+        .expect("a slot");
 
-    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::RequeuedFull);
-    assert_score(w.score(card, TaskType::Realname).await, w.at(0), "requeued for now");
+    assert_eq!(
+        w.handle(TaskType::Realname, card).await,
+        Outcome::RequeuedFull
+    );
+    assert_score(
+        w.score(card, TaskType::Realname).await,
+        w.at(0),
+        "requeued for now",
+    );
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
 
     w.semaphore.release(held).await.expect("release");
@@ -141,14 +214,27 @@ async fn missing_card_is_skipped_and_unqueued() {
 #[tokio::test]
 async fn unscheduled_card_is_parked_at_the_retry_interval() {
     let w = World::new().await;
-    let card = w.card(CardSpec { month_total_mb: dec!(10), ..CardSpec::new(100) }).await;
+    let card = w
+        .card(CardSpec {
+            month_total_mb: dec!(10),
+            ..CardSpec::new(100)
+        })
+        .await;
     let config = w.stores.configs.list_all().await.expect("configs")[0].id;
-    w.stores.configs.set_enabled(config, false).await.expect("disabled");
+    w.stores
+        .configs
+        .set_enabled(config, false)
+        .await
+        .expect("disabled");
     w.configs.refresh().await.expect("refresh");
 
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Skipped);
 
-    assert_score(w.score(card, TaskType::Carddata).await, w.at(RETRY_SECS), "parked");
+    assert_score(
+        w.score(card, TaskType::Carddata).await,
+        w.at(RETRY_SECS),
+        "parked",
+    );
     let sim = w.sim.state().card(&common::iccid(100)).expect("sim card");
     assert_eq!(sim.usage_queries, 0, "no gateway call");
     assert_eq!(w.db_card(card).await.usage.current_month_start_date, None);

@@ -8,7 +8,8 @@ fn crate_dir() -> &'static Path {
 
 /// Names of the `[dependencies]` table (not dev- or build-dependencies).
 fn dependencies() -> Vec<String> {
-    let manifest = std::fs::read_to_string(crate_dir().join("Cargo.toml")).expect("Cargo.toml reads");
+    let manifest =
+        std::fs::read_to_string(crate_dir().join("Cargo.toml")).expect("Cargo.toml reads");
     let mut in_deps = false;
     let mut names = Vec::new();
     for line in manifest.lines().map(str::trim) {
@@ -28,7 +29,11 @@ fn handler_sources() -> Vec<(PathBuf, String)> {
     let mut files: Vec<(PathBuf, String)> = std::fs::read_dir(crate_dir().join("src"))
         .expect("src lists")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.contains("handler") && n.ends_with(".rs")))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains("handler") && n.ends_with(".rs"))
+        })
         .map(|p| {
             let text = std::fs::read_to_string(&p).expect("source reads");
             (p, text)
@@ -45,18 +50,35 @@ fn name(p: &Path) -> &str {
 #[test]
 fn no_database_crate_in_dependencies() {
     let deps = dependencies();
-    assert!(deps.contains(&"domain".to_owned()), "the parser found the table: {deps:?}");
+    assert!(
+        deps.contains(&"domain".to_owned()),
+        "the parser found the table: {deps:?}"
+    );
     for banned in ["sea-orm", "sea_orm", "sqlx", "store"] {
-        assert!(!deps.iter().any(|d| d == banned), "`{banned}` must not be a dependency: {deps:?}");
+        assert!(
+            !deps.iter().any(|d| d == banned),
+            "`{banned}` must not be a dependency: {deps:?}"
+        );
     }
 }
 
 #[test]
 fn handlers_hold_no_stop_resume_logic() {
     let files = handler_sources();
-    assert_eq!(files.len(), 5, "handler.rs and the four handlers: {:?}", files.iter().map(|f| name(&f.0)).collect::<Vec<_>>());
+    assert_eq!(
+        files.len(),
+        5,
+        "handler.rs and the four handlers: {:?}",
+        files.iter().map(|f| name(&f.0)).collect::<Vec<_>>()
+    );
     for (path, text) in &files {
-        for banned in ["stop_card", "start_card", "should_stop", "has_available_package", "resume_card"] {
+        for banned in [
+            "stop_card",
+            "start_card",
+            "should_stop",
+            "has_available_package",
+            "resume_card",
+        ] {
             assert!(!text.contains(banned), "{} mentions `{banned}`", name(path));
         }
     }
@@ -67,7 +89,10 @@ fn only_the_protect_handler_calls_gateway_stop_or_start() {
     for (path, text) in handler_sources() {
         let calls = text.contains(".stop(") || text.contains(".start(");
         if name(&path) == "polling_protect_handler.rs" {
-            assert!(calls, "the protect handler's forced corrections call the gateway");
+            assert!(
+                calls,
+                "the protect handler's forced corrections call the gateway"
+            );
         } else {
             assert!(!calls, "{} calls the gateway's stop/start", name(&path));
         }
@@ -84,7 +109,8 @@ fn handler_files_keep_the_seed_budgets() {
         ("polling_protect_handler.rs", 200),
     ];
     for (file, max) in budgets {
-        let text = std::fs::read_to_string(crate_dir().join("src").join(file)).expect("source reads");
+        let text =
+            std::fs::read_to_string(crate_dir().join("src").join(file)).expect("source reads");
         let lines = text.lines().count();
         assert!(lines < max, "{file}: {lines} lines, budget {max}");
     }

@@ -18,11 +18,23 @@ fn date(y: i32, m: u32, d: u32) -> NaiveDate {
 }
 
 /// Sets the card's month counters as a previous poll left them.
-async fn counters(w: &World, card: CardId, start: NaiveDate, usage: Decimal, baseline: Decimal, last_month: Decimal) {
+async fn counters(
+    w: &World,
+    card: CardId,
+    start: NaiveDate,
+    usage: Decimal,
+    baseline: Decimal,
+    last_month: Decimal,
+) {
     let sql = "UPDATE tb_iot_card SET current_month_start_date = $2, current_month_usage_mb = $3, \
                last_gateway_total_mb = $4, last_month_total_mb = $5, data_usage_mb = $3 WHERE id = $1";
-    let values: Vec<Value> =
-        vec![card.get().into(), start.into(), usage.into(), baseline.into(), last_month.into()];
+    let values: Vec<Value> = vec![
+        card.get().into(),
+        start.into(),
+        usage.into(),
+        baseline.into(),
+        last_month.into(),
+    ];
     assert_eq!(w.exec(sql, values).await, 1);
 }
 
@@ -35,7 +47,12 @@ async fn records(w: &World, card: CardId) -> Vec<(Decimal, Decimal)> {
         )
         .await;
     rows.iter()
-        .map(|r| (r.try_get("", "delta_mb").expect("delta"), r.try_get("", "month_total_mb").expect("total")))
+        .map(|r| {
+            (
+                r.try_get("", "delta_mb").expect("delta"),
+                r.try_get("", "month_total_mb").expect("total"),
+            )
+        })
         .collect()
 }
 
@@ -46,9 +63,16 @@ async fn records(w: &World, card: CardId) -> Vec<(Decimal, Decimal)> {
 async fn rollover_march_to_april_with_500_mb() {
     let w = World::new().await;
     // The sim's clock is the world's (2026-04-02 in Shanghai): it reports the April total.
-    let card = w.card(CardSpec { month_total_mb: dec!(500), ..CardSpec::new(100) }).await;
+    let card = w
+        .card(CardSpec {
+            month_total_mb: dec!(500),
+            ..CardSpec::new(100)
+        })
+        .await;
     counters(&w, card, date(2026, 3, 1), dec!(820), dec!(820), dec!(700)).await;
-    let pkg = w.add_package(w.package(PackageOwner::Card(card), Some(dec!(2048)), dec!(0))).await;
+    let pkg = w
+        .add_package(w.package(PackageOwner::Card(card), Some(dec!(2048)), dec!(0)))
+        .await;
 
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
 
@@ -56,21 +80,43 @@ async fn rollover_march_to_april_with_500_mb() {
     assert_eq!(c.usage.current_month_start_date, Some(date(2026, 4, 1)));
     assert_eq!(c.usage.last_month_total_mb, dec!(820), "March saved");
     assert_eq!(c.usage.current_month_usage_mb, dec!(500));
-    assert_eq!(c.usage.last_gateway_total_mb, dec!(500), "the new month's baseline");
+    assert_eq!(
+        c.usage.last_gateway_total_mb,
+        dec!(500),
+        "the new month's baseline"
+    );
     assert_eq!(c.data_usage_mb, dec!(1320));
     assert_eq!(records(&w, card).await, vec![(dec!(500), dec!(500))]);
     let pkgs = w.packages_of(PackageOwner::Card(card)).await;
-    assert_eq!(pkgs.iter().find(|p| p.id == pkg.id).map(|p| p.used_mb), Some(dec!(500)), "deducted");
+    assert_eq!(
+        pkgs.iter().find(|p| p.id == pkg.id).map(|p| p.used_mb),
+        Some(dec!(500)),
+        "deducted"
+    );
     assert!(logs_contain("流量跨月: cardID=100"));
-    assert_score(w.score(card, TaskType::Carddata).await, w.at(CARDDATA_SECS), "interval");
+    assert_score(
+        w.score(card, TaskType::Carddata).await,
+        w.at(CARDDATA_SECS),
+        "interval",
+    );
 
     // The next poll of April counts against April's total, never negative.
-    let patch = SimCardPatch { month_total_mb: Some(dec!(530)), ..Default::default() };
-    w.sim.state().patch_card(&iccid(100), patch).expect("patch").expect("sim card");
+    let patch = SimCardPatch {
+        month_total_mb: Some(dec!(530)),
+        ..Default::default()
+    };
+    w.sim
+        .state()
+        .patch_card(&iccid(100), patch)
+        .expect("patch")
+        .expect("sim card");
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
     let c = w.db_card(card).await;
     assert_eq!(c.usage.current_month_usage_mb, dec!(530));
-    assert_eq!(records(&w, card).await, vec![(dec!(500), dec!(500)), (dec!(30), dec!(530))]);
+    assert_eq!(
+        records(&w, card).await,
+        vec![(dec!(500), dec!(500)), (dec!(30), dec!(530))]
+    );
 }
 
 /// Seed: cardID=200, start 2026-04-01, baseline 100 (the seed's `last_month_total_mb`; RULES.md
@@ -78,9 +124,15 @@ async fn rollover_march_to_april_with_500_mb() {
 #[tokio::test]
 async fn same_month_100_to_150_is_50() {
     let w = World::new().await;
-    let card = w.card(CardSpec { month_total_mb: dec!(150), ..CardSpec::new(200) }).await;
+    let card = w
+        .card(CardSpec {
+            month_total_mb: dec!(150),
+            ..CardSpec::new(200)
+        })
+        .await;
     counters(&w, card, date(2026, 4, 1), dec!(100), dec!(100), dec!(0)).await;
-    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(100))).await;
+    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(100)))
+        .await;
 
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
 
@@ -90,8 +142,15 @@ async fn same_month_100_to_150_is_50() {
     assert_eq!(c.usage.current_month_start_date, Some(date(2026, 4, 1)));
     assert_eq!(c.data_usage_mb, dec!(150));
     assert_eq!(records(&w, card).await, vec![(dec!(50), dec!(150))]);
-    assert_eq!(w.packages_of(PackageOwner::Card(card)).await[0].used_mb, dec!(150));
-    assert_eq!(w.calls(card), (0, 0), "valid package, traffic left: nothing to do");
+    assert_eq!(
+        w.packages_of(PackageOwner::Card(card)).await[0].used_mb,
+        dec!(150)
+    );
+    assert_eq!(
+        w.calls(card),
+        (0, 0),
+        "valid package, traffic left: nothing to do"
+    );
 }
 
 /// Seed: cardID=300, the gateway times out -> no write, warn log, rescheduled at the retry
@@ -100,10 +159,18 @@ async fn same_month_100_to_150_is_50() {
 #[traced_test]
 async fn card_300_gateway_timeout_writes_nothing() {
     let w = World::new().await;
-    let card = w.card(CardSpec { month_total_mb: dec!(150), ..CardSpec::new(300) }).await;
+    let card = w
+        .card(CardSpec {
+            month_total_mb: dec!(150),
+            ..CardSpec::new(300)
+        })
+        .await;
     counters(&w, card, date(2026, 4, 1), dec!(100), dec!(100), dec!(0)).await;
     let before = w.db_card(card).await;
-    w.sim.state().set_script(Script { fail_next: vec![ScriptStep::Hang(Hang::Hang)], call: Some(CallKind::Usage) });
+    w.sim.state().set_script(Script {
+        fail_next: vec![ScriptStep::Hang(Hang::Hang)],
+        call: Some(CallKind::Usage),
+    });
 
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Failure);
 
@@ -112,12 +179,18 @@ async fn card_300_gateway_timeout_writes_nothing() {
     assert_eq!(after.usage, before.usage);
     assert!(records(&w, card).await.is_empty());
     logs_assert(|lines: &[&str]| {
-        match lines.iter().any(|l| l.contains("WARN") && l.contains("流量查询失败: cardID=300, error=gateway timeout")) {
+        match lines.iter().any(|l| {
+            l.contains("WARN") && l.contains("流量查询失败: cardID=300, error=gateway timeout")
+        }) {
             true => Ok(()),
             false => Err("no warning `流量查询失败: cardID=300, error=gateway timeout`".into()),
         }
     });
-    assert_score(w.score(card, TaskType::Carddata).await, w.at(RETRY_SECS), "retry interval");
+    assert_score(
+        w.score(card, TaskType::Carddata).await,
+        w.at(RETRY_SECS),
+        "retry interval",
+    );
     let stats = w.counters.read(TaskType::Carddata).await.expect("stats");
     assert_eq!((stats.success, stats.failure), (0, 1));
 }
@@ -127,20 +200,33 @@ async fn card_300_gateway_timeout_writes_nothing() {
 #[tokio::test]
 async fn exhaustion_is_decided_by_stop_resume() {
     let w = World::new().await;
-    let card = w.card(CardSpec { month_total_mb: dec!(150), ..CardSpec::new(201) }).await;
+    let card = w
+        .card(CardSpec {
+            month_total_mb: dec!(150),
+            ..CardSpec::new(201)
+        })
+        .await;
     counters(&w, card, date(2026, 4, 1), dec!(100), dec!(100), dec!(0)).await;
-    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(120)), dec!(100))).await;
+    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(120)), dec!(100)))
+        .await;
 
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
 
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted)));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
+    );
     assert_eq!(w.calls(card), (1, 0));
     let log = w.log(card).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.trigger, "carddata");
     let cached = w.cache.get(card).await.expect("cache").expect("cached");
-    assert_eq!(cached.network_status, NetworkStatus::Stopped, "cache follows the decision");
+    assert_eq!(
+        cached.network_status,
+        NetworkStatus::Stopped,
+        "cache follows the decision"
+    );
 }
 
 /// A downward carrier correction counts 0, rebases, and logs a warning.
@@ -148,9 +234,15 @@ async fn exhaustion_is_decided_by_stop_resume() {
 #[traced_test]
 async fn downward_correction_warns_and_rebases() {
     let w = World::new().await;
-    let card = w.card(CardSpec { month_total_mb: dec!(120), ..CardSpec::new(202) }).await;
+    let card = w
+        .card(CardSpec {
+            month_total_mb: dec!(120),
+            ..CardSpec::new(202)
+        })
+        .await;
     counters(&w, card, date(2026, 4, 1), dec!(150), dec!(150), dec!(0)).await;
-    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0))).await;
+    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0)))
+        .await;
 
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
 

@@ -32,13 +32,31 @@ async fn expiry_with_a_pending_package_keeps_the_card_online() {
     let old = w.add_package(expiring(&w, PackageOwner::Card(card))).await;
     let next = w.add_package(queued(&w, PackageOwner::Card(card))).await;
 
-    let report = PackageJobs::new(&w.deps).activation_check().await.expect("job runs");
+    let report = PackageJobs::new(&w.deps)
+        .activation_check()
+        .await
+        .expect("job runs");
 
-    assert_eq!(report, JobReport { owners: 1, cards: 1, unchanged: 1, ..JobReport::default() });
+    assert_eq!(
+        report,
+        JobReport {
+            owners: 1,
+            cards: 1,
+            unchanged: 1,
+            ..JobReport::default()
+        }
+    );
     let pkgs = w.packages_of(PackageOwner::Card(card)).await;
-    let status = |id| pkgs.iter().find(|p| p.id == id).map(|p| (p.status, p.activated_at));
+    let status = |id| {
+        pkgs.iter()
+            .find(|p| p.id == id)
+            .map(|p| (p.status, p.activated_at))
+    };
     assert_eq!(status(old.id).map(|s| s.0), Some(PackageStatus::Expired));
-    assert_eq!(status(next.id), Some((PackageStatus::Active, Some(w.now()))));
+    assert_eq!(
+        status(next.id),
+        Some((PackageStatus::Active, Some(w.now())))
+    );
     assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
     assert_eq!(w.calls(card), (0, 0));
 }
@@ -51,15 +69,33 @@ async fn expiry_without_a_pending_package_stops_the_card() {
     w.add_package(expiring(&w, PackageOwner::Card(card))).await;
     w.cache.set(&w.db_card(card).await).await.expect("cached");
 
-    let report = PackageJobs::new(&w.deps).activation_check().await.expect("job runs");
+    let report = PackageJobs::new(&w.deps)
+        .activation_check()
+        .await
+        .expect("job runs");
 
-    assert_eq!(report, JobReport { owners: 1, cards: 1, stopped: 1, ..JobReport::default() });
+    assert_eq!(
+        report,
+        JobReport {
+            owners: 1,
+            cards: 1,
+            stopped: 1,
+            ..JobReport::default()
+        }
+    );
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Stopped, Some(StopReason::NoPackage)));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Stopped, Some(StopReason::NoPackage))
+    );
     assert_eq!(w.calls(card), (1, 0));
     let log = w.log(card).await;
     assert_eq!(log[0].entry.trigger, "package_activation");
-    assert_eq!(w.cache.get(card).await.expect("cache"), None, "stale snapshot dropped");
+    assert_eq!(
+        w.cache.get(card).await.expect("cache"),
+        None,
+        "stale snapshot dropped"
+    );
 }
 
 /// A device's package expires: every card bound to it is evaluated (one `ids_of_devices` call).
@@ -70,12 +106,27 @@ async fn device_expiry_evaluates_every_bound_card() {
     let a = w.card(CardSpec::new(102).on(device)).await;
     let b = w.card(CardSpec::new(103).on(device)).await;
     let untouched = w.card(CardSpec::new(104)).await;
-    w.add_package(expiring(&w, PackageOwner::Device(device))).await;
+    w.add_package(expiring(&w, PackageOwner::Device(device)))
+        .await;
 
-    let report = PackageJobs::new(&w.deps).activation_check().await.expect("job runs");
+    let report = PackageJobs::new(&w.deps)
+        .activation_check()
+        .await
+        .expect("job runs");
 
-    assert_eq!(report, JobReport { owners: 1, cards: 2, stopped: 2, ..JobReport::default() });
-    assert_eq!((w.calls(a), w.calls(b), w.calls(untouched)), ((1, 0), (1, 0), (0, 0)));
+    assert_eq!(
+        report,
+        JobReport {
+            owners: 1,
+            cards: 2,
+            stopped: 2,
+            ..JobReport::default()
+        }
+    );
+    assert_eq!(
+        (w.calls(a), w.calls(b), w.calls(untouched)),
+        ((1, 0), (1, 0), (0, 0))
+    );
 }
 
 /// Monthly reset: `used_mb = 0`, `next_reset_at` one month on, the `traffic_exhausted` card
@@ -83,21 +134,42 @@ async fn device_expiry_evaluates_every_bound_card() {
 #[tokio::test]
 async fn monthly_reset_resumes_a_traffic_exhausted_card() {
     let w = World::new().await;
-    let card = w.card(CardSpec::new(105).stopped(StopReason::TrafficExhausted)).await;
+    let card = w
+        .card(CardSpec::new(105).stopped(StopReason::TrafficExhausted))
+        .await;
     let mut p = w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(1024));
     p.reset_cycle = ResetCycle::Monthly;
     let due = w.now() - Duration::minutes(1);
     p.next_reset_at = Some(due);
     let pkg = w.add_package(p).await;
 
-    let report = PackageJobs::new(&w.deps).data_reset().await.expect("job runs");
+    let report = PackageJobs::new(&w.deps)
+        .data_reset()
+        .await
+        .expect("job runs");
 
-    assert_eq!(report, JobReport { owners: 1, cards: 1, started: 1, ..JobReport::default() });
-    let after = w.packages_of(PackageOwner::Card(card)).await.into_iter().find(|p| p.id == pkg.id).expect("pkg");
+    assert_eq!(
+        report,
+        JobReport {
+            owners: 1,
+            cards: 1,
+            started: 1,
+            ..JobReport::default()
+        }
+    );
+    let after = w
+        .packages_of(PackageOwner::Card(card))
+        .await
+        .into_iter()
+        .find(|p| p.id == pkg.id)
+        .expect("pkg");
     assert_eq!(after.used_mb, dec!(0));
     assert_eq!(after.next_reset_at, due.checked_add_months(Months::new(1)));
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
     assert_eq!(w.calls(card), (0, 1));
     assert_eq!(w.log(card).await[0].entry.trigger, "data_reset");
 }
@@ -108,7 +180,14 @@ async fn nothing_due_evaluates_nothing() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(106)).await;
     let jobs = PackageJobs::new(&w.deps);
-    assert_eq!(jobs.activation_check().await.expect("runs"), JobReport::default());
+    assert_eq!(
+        jobs.activation_check().await.expect("runs"),
+        JobReport::default()
+    );
     assert_eq!(jobs.data_reset().await.expect("runs"), JobReport::default());
-    assert_eq!(w.calls(card), (0, 0), "a card without packages was not evaluated");
+    assert_eq!(
+        w.calls(card),
+        (0, 0),
+        "a card without packages was not evaluated"
+    );
 }

@@ -27,7 +27,9 @@ fn renewed(w: &World, external_id: &str) -> CarrierPackage {
 #[tokio::test]
 async fn renewal_resumes_a_traffic_exhausted_card() {
     let w = World::new().await;
-    let card = w.card(CardSpec::new(100).stopped(StopReason::TrafficExhausted)).await;
+    let card = w
+        .card(CardSpec::new(100).stopped(StopReason::TrafficExhausted))
+        .await;
     let mut old = w.package(PackageOwner::Card(card), Some(dec!(100)), dec!(100));
     old.external_id = Some("P-OLD".into());
     old.status = PackageStatus::Expired;
@@ -41,14 +43,31 @@ async fn renewal_resumes_a_traffic_exhausted_card() {
     assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Success);
 
     let pkgs = w.packages_of(PackageOwner::Card(card)).await;
-    assert_eq!(pkgs.len(), 2, "matched by external_id: the old row updated, the new one inserted");
-    let new = pkgs.iter().find(|p| p.external_id.as_deref() == Some("P-NEW")).expect("new package");
-    assert_eq!((new.status, new.data_limit_mb), (PackageStatus::Active, Some(dec!(1024))));
+    assert_eq!(
+        pkgs.len(),
+        2,
+        "matched by external_id: the old row updated, the new one inserted"
+    );
+    let new = pkgs
+        .iter()
+        .find(|p| p.external_id.as_deref() == Some("P-NEW"))
+        .expect("new package");
+    assert_eq!(
+        (new.status, new.data_limit_mb),
+        (PackageStatus::Active, Some(dec!(1024)))
+    );
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
     assert_eq!(w.calls(card), (0, 1));
     assert_eq!(w.log(card).await[0].entry.trigger, "package");
-    assert_score(w.score(card, TaskType::Package).await, w.at(PACKAGE_SECS), "interval");
+    assert_score(
+        w.score(card, TaskType::Package).await,
+        w.at(PACKAGE_SECS),
+        "interval",
+    );
 }
 
 /// A card bound to a device: the carrier's packages belong to the device (seed bug 1).
@@ -65,7 +84,11 @@ async fn bound_card_writes_into_the_device() {
     assert_eq!(of_device.len(), 1);
     assert_eq!(of_device[0].external_id.as_deref(), Some("P-DEV"));
     assert!(w.packages_of(PackageOwner::Card(card)).await.is_empty());
-    assert_eq!(w.calls(card), (0, 0), "covered by the device's package: stays online");
+    assert_eq!(
+        w.calls(card),
+        (0, 0),
+        "covered by the device's package: stays online"
+    );
 
     // Polled again with the same view: nothing new, still one row.
     assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Success);
@@ -78,10 +101,17 @@ async fn query_failure_retries() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(102)).await;
     w.set_carrier_packages(card, vec![renewed(&w, "P-X")]);
-    w.sim.state().set_script(Script { fail_next: vec![ScriptStep::Status(503)], call: Some(CallKind::Packages) });
+    w.sim.state().set_script(Script {
+        fail_next: vec![ScriptStep::Status(503)],
+        call: Some(CallKind::Packages),
+    });
 
     assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Failure);
     assert!(w.packages_of(PackageOwner::Card(card)).await.is_empty());
     assert_eq!(w.calls(card), (0, 0), "no evaluation");
-    assert_score(w.score(card, TaskType::Package).await, w.at(RETRY_SECS), "retry interval");
+    assert_score(
+        w.score(card, TaskType::Package).await,
+        w.at(RETRY_SECS),
+        "retry interval",
+    );
 }

@@ -24,19 +24,32 @@ async fn bound(w: &World, spec: CardSpec) -> (CardId, DeviceId) {
 async fn stop_period_and_online_forces_a_stop() {
     let w = World::new().await;
     let (card, device) = bound(&w, CardSpec::new(100)).await;
-    w.add_package(w.package(PackageOwner::Device(device), None, dec!(0))).await;
+    w.add_package(w.package(PackageOwner::Device(device), None, dec!(0)))
+        .await;
     w.protect.set_stop(device, PERIOD).await.expect("period");
 
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Success);
 
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Stopped, Some(StopReason::Protect)));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Stopped, Some(StopReason::Protect))
+    );
     assert_eq!(w.calls(card), (1, 0));
     let log = w.log(card).await;
     assert_eq!(log.len(), 1);
-    assert_eq!((log[0].entry.trigger.as_str(), log[0].entry.gateway_outcome), ("protect", GatewayOutcome::Ok));
-    assert!(logs_contain(&format!("保护期强制停机: cardID=100, deviceID={device}")));
-    assert_score(w.score(card, TaskType::Protect).await, w.at(PROTECT_SECS), "interval");
+    assert_eq!(
+        (log[0].entry.trigger.as_str(), log[0].entry.gateway_outcome),
+        ("protect", GatewayOutcome::Ok)
+    );
+    assert!(logs_contain(&format!(
+        "保护期强制停机: cardID=100, deviceID={device}"
+    )));
+    assert_score(
+        w.score(card, TaskType::Protect).await,
+        w.at(PROTECT_SECS),
+        "interval",
+    );
 }
 
 /// Seed: start period, card stopped -> direct gateway start; `network_status = 1`,
@@ -52,9 +65,14 @@ async fn start_period_and_stopped_forces_a_start() {
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Success);
 
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
     assert_eq!(w.calls(card), (0, 1));
-    assert!(logs_contain(&format!("保护期强制复机: cardID=101, deviceID={device}")));
+    assert!(logs_contain(&format!(
+        "保护期强制复机: cardID=101, deviceID={device}"
+    )));
 }
 
 /// Seed: stop period, card already stopped -> consistent: no gateway, no evaluation, requeued.
@@ -64,14 +82,21 @@ async fn consistent_with_the_period_does_nothing() {
     let (card, device) = bound(&w, CardSpec::new(102).stopped(StopReason::Protect)).await;
     w.protect.set_stop(device, PERIOD).await.expect("period");
     let (online, online_device) = bound(&w, CardSpec::new(103)).await;
-    w.protect.set_start(online_device, PERIOD).await.expect("period");
+    w.protect
+        .set_start(online_device, PERIOD)
+        .await
+        .expect("period");
 
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Success);
     assert_eq!(w.handle(TaskType::Protect, online).await, Outcome::Success);
 
     assert_eq!((w.calls(card), w.calls(online)), ((0, 0), (0, 0)));
     assert!(w.log(card).await.is_empty() && w.log(online).await.is_empty());
-    assert_score(w.score(card, TaskType::Protect).await, w.at(PROTECT_SECS), "interval");
+    assert_score(
+        w.score(card, TaskType::Protect).await,
+        w.at(PROTECT_SECS),
+        "interval",
+    );
 }
 
 /// Seed: the period is over (key expired), card stopped for protect -> `evaluate_and_act`:
@@ -80,22 +105,39 @@ async fn consistent_with_the_period_does_nothing() {
 async fn period_over_evaluates() {
     let w = World::new().await;
     let (card, device) = bound(&w, CardSpec::new(104).stopped(StopReason::Protect)).await;
-    w.add_package(w.package(PackageOwner::Device(device), None, dec!(0))).await;
+    w.add_package(w.package(PackageOwner::Device(device), None, dec!(0)))
+        .await;
     let (bare, bare_device) = bound(&w, CardSpec::new(105).stopped(StopReason::Protect)).await;
     // The periods existed and have run out (TTL reached 0).
-    w.protect.set_stop(device, Duration::from_millis(50)).await.expect("period");
-    w.protect.set_stop(bare_device, Duration::from_millis(50)).await.expect("period");
+    w.protect
+        .set_stop(device, Duration::from_millis(50))
+        .await
+        .expect("period");
+    w.protect
+        .set_stop(bare_device, Duration::from_millis(50))
+        .await
+        .expect("period");
     tokio::time::sleep(Duration::from_millis(120)).await;
 
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Success);
     assert_eq!(w.handle(TaskType::Protect, bare).await, Outcome::Success);
 
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
     assert_eq!(w.calls(card), (0, 1));
     let b = w.db_card(bare).await;
-    assert_eq!((b.network_status, b.stop_reason), (NetworkStatus::Stopped, Some(StopReason::NoPackage)));
-    assert_eq!(w.calls(bare), (0, 0), "reason updated without a gateway call");
+    assert_eq!(
+        (b.network_status, b.stop_reason),
+        (NetworkStatus::Stopped, Some(StopReason::NoPackage))
+    );
+    assert_eq!(
+        w.calls(bare),
+        (0, 0),
+        "reason updated without a gateway call"
+    );
     assert_eq!(w.log(bare).await[0].entry.trigger, "protect");
 }
 
@@ -110,7 +152,11 @@ async fn not_real_named_is_skipped() {
 
     assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
     assert_eq!(w.calls(card), (0, 0));
-    assert_score(w.score(card, TaskType::Protect).await, w.at(PROTECT_SECS), "interval");
+    assert_score(
+        w.score(card, TaskType::Protect).await,
+        w.at(PROTECT_SECS),
+        "interval",
+    );
 }
 
 /// Seed: a standalone card is skipped: requeued, no gateway, no evaluation (which would stop
@@ -124,7 +170,11 @@ async fn standalone_is_skipped() {
 
     assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
     assert_eq!(w.calls(card), (0, 0));
-    assert_score(w.score(card, TaskType::Protect).await, w.at(PROTECT_SECS), "interval");
+    assert_score(
+        w.score(card, TaskType::Protect).await,
+        w.at(PROTECT_SECS),
+        "interval",
+    );
 }
 
 /// Invariant 5: an operator's stop is not undone by a start period.

@@ -11,8 +11,15 @@ use task_handlers::Outcome;
 use tracing_test::traced_test;
 
 fn carrier_verifies(w: &World, card: i64) {
-    let patch = SimCardPatch { real_name_status: Some(RealNameStatus::Verified), ..Default::default() };
-    w.sim.state().patch_card(&iccid(card), patch).expect("patch").expect("sim card");
+    let patch = SimCardPatch {
+        real_name_status: Some(RealNameStatus::Verified),
+        ..Default::default()
+    };
+    w.sim
+        .state()
+        .patch_card(&iccid(card), patch)
+        .expect("patch")
+        .expect("sim card");
 }
 
 /// Seed: cardID=100, real_name_status=0, stopped for not_realname; the carrier reports the
@@ -21,24 +28,43 @@ fn carrier_verifies(w: &World, card: i64) {
 #[traced_test]
 async fn card_100_real_named_0_to_1_is_resumed() {
     let w = World::new().await;
-    let card = w.card(CardSpec::new(100).not_real_named().stopped(StopReason::NotRealname)).await;
-    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(0))).await;
+    let card = w
+        .card(
+            CardSpec::new(100)
+                .not_real_named()
+                .stopped(StopReason::NotRealname),
+        )
+        .await;
+    w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(0)))
+        .await;
     carrier_verifies(&w, 100);
 
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
 
     let c = w.db_card(card).await;
     assert_eq!(c.real_name_status, RealNameStatus::Verified);
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
     assert_eq!(w.calls(card), (0, 1), "one start, no stop");
     let log = w.log(card).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.trigger, "realname");
-    assert!(logs_contain("卡实名状态变更: cardID=100, 0→1，触发激活任务和复机评估"));
-    assert_score(w.score(card, TaskType::Realname).await, w.at(REALNAME_SECS), "rescheduled at the interval");
+    assert!(logs_contain(
+        "卡实名状态变更: cardID=100, 0→1，触发激活任务和复机评估"
+    ));
+    assert_score(
+        w.score(card, TaskType::Realname).await,
+        w.at(REALNAME_SECS),
+        "rescheduled at the interval",
+    );
     // The cache follows the writes: the next poll sees the card verified and online.
     let cached = w.cache.get(card).await.expect("cache").expect("cached");
-    assert_eq!((cached.real_name_status, cached.network_status), (RealNameStatus::Verified, NetworkStatus::Online));
+    assert_eq!(
+        (cached.real_name_status, cached.network_status),
+        (RealNameStatus::Verified, NetworkStatus::Online)
+    );
 }
 
 /// Seed: cardID=200, real-named, the carrier still says real-named -> no write, no activation,
@@ -65,7 +91,11 @@ async fn card_200_unchanged_writes_nothing() {
     assert_eq!(w.calls(card), (0, 0), "no evaluation");
     assert_eq!(after.network_status, NetworkStatus::Online);
     assert!(w.log(card).await.is_empty());
-    assert_score(w.score(card, TaskType::Realname).await, w.at(REALNAME_SECS), "normal interval");
+    assert_score(
+        w.score(card, TaskType::Realname).await,
+        w.at(REALNAME_SECS),
+        "normal interval",
+    );
 }
 
 /// First real-name activation (RULES.md): the device's package waiting for real-name becomes
@@ -74,7 +104,14 @@ async fn card_200_unchanged_writes_nothing() {
 async fn first_real_name_activates_the_waiting_package_and_resumes() {
     let w = World::new().await;
     let device = w.device("D-RN").await;
-    let card = w.card(CardSpec::new(101).not_real_named().stopped(StopReason::NotRealname).on(device)).await;
+    let card = w
+        .card(
+            CardSpec::new(101)
+                .not_real_named()
+                .stopped(StopReason::NotRealname)
+                .on(device),
+        )
+        .await;
     let mut waiting = w.package(PackageOwner::Device(device), Some(dec!(500)), dec!(0));
     waiting.status = PackageStatus::Pending;
     waiting.activate_on_realname = true;
@@ -89,7 +126,10 @@ async fn first_real_name_activates_the_waiting_package_and_resumes() {
     assert_eq!(pkgs[0].status, PackageStatus::Active);
     assert_eq!(pkgs[0].activated_at, Some(w.now()));
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
     assert_eq!(w.calls(card), (0, 1));
 }
 
@@ -98,21 +138,46 @@ async fn first_real_name_activates_the_waiting_package_and_resumes() {
 #[tokio::test]
 async fn failed_resume_after_real_name_is_retried() {
     let w = World::new().await;
-    let card = w.card(CardSpec::new(102).not_real_named().stopped(StopReason::NotRealname)).await;
-    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0))).await;
+    let card = w
+        .card(
+            CardSpec::new(102)
+                .not_real_named()
+                .stopped(StopReason::NotRealname),
+        )
+        .await;
+    w.add_package(w.package(PackageOwner::Card(card), None, dec!(0)))
+        .await;
     carrier_verifies(&w, 102);
-    w.sim.state().set_script(Script { fail_next: vec![ScriptStep::Status(503); 3], call: Some(CallKind::Start) });
+    w.sim.state().set_script(Script {
+        fail_next: vec![ScriptStep::Status(503); 3],
+        call: Some(CallKind::Start),
+    });
 
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Failure);
     let c = w.db_card(card).await;
-    assert_eq!(c.real_name_status, RealNameStatus::Verified, "the status write stands");
+    assert_eq!(
+        c.real_name_status,
+        RealNameStatus::Verified,
+        "the status write stands"
+    );
     assert_eq!(c.network_status, NetworkStatus::Stopped);
-    assert_score(w.score(card, TaskType::Realname).await, w.at(RETRY_SECS), "retry interval");
+    assert_score(
+        w.score(card, TaskType::Realname).await,
+        w.at(RETRY_SECS),
+        "retry interval",
+    );
 
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
     let c = w.db_card(card).await;
-    assert_eq!((c.network_status, c.stop_reason), (NetworkStatus::Online, None));
-    assert_eq!(w.calls(card), (0, 4), "three refused tries, then one applied");
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Online, None)
+    );
+    assert_eq!(
+        w.calls(card),
+        (0, 4),
+        "three refused tries, then one applied"
+    );
 }
 
 /// A real-name query failure writes nothing and comes back at the retry interval.
@@ -121,13 +186,20 @@ async fn failed_resume_after_real_name_is_retried() {
 async fn query_failure_retries() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(103).not_real_named()).await;
-    w.sim.state().set_script(Script { fail_next: vec![ScriptStep::Status(503)], call: Some(CallKind::Realname) });
+    w.sim.state().set_script(Script {
+        fail_next: vec![ScriptStep::Status(503)],
+        call: Some(CallKind::Realname),
+    });
     let before = w.db_card(card).await;
 
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Failure);
     assert_eq!(w.db_card(card).await.updated_at, before.updated_at);
     assert!(logs_contain("实名查询失败: cardID=103"));
-    assert_score(w.score(card, TaskType::Realname).await, w.at(RETRY_SECS), "retry interval");
+    assert_score(
+        w.score(card, TaskType::Realname).await,
+        w.at(RETRY_SECS),
+        "retry interval",
+    );
     let stats = w.counters.read(TaskType::Realname).await.expect("stats");
     assert_eq!((stats.success, stats.failure), (0, 1));
 }

@@ -39,7 +39,9 @@ pub const RETRY_SECS: i64 = 60;
 
 /// 2026-04-02 10:00 in Shanghai: the seed's "today".
 pub fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 4, 2, 2, 0, 0).single().expect("valid time")
+    Utc.with_ymd_and_hms(2026, 4, 2, 2, 0, 0)
+        .single()
+        .expect("valid time")
 }
 
 pub struct World {
@@ -123,13 +125,21 @@ impl World {
         let env = TestEnv::new().await.expect("test env");
         let stores = Stores::new(env.db.conn.clone());
         let clock = ManualClock::new(t0());
-        let sim = SimServer::start(SimOptions { clock: Arc::new(clock.clone()), ..SimOptions::default() })
-            .await
-            .expect("sim starts");
+        let sim = SimServer::start(SimOptions {
+            clock: Arc::new(clock.clone()),
+            ..SimOptions::default()
+        })
+        .await
+        .expect("sim starts");
         let keys = Keys::new(env.redis.prefix.clone());
         let pool = env.redis.pool_of(8).await.expect("redis pool");
         let arc_clock: Arc<dyn domain::Clock> = Arc::new(clock.clone());
-        let queue = PollingQueueManager::new(pool.clone(), keys.clone(), QueueSettings::default(), arc_clock.clone());
+        let queue = PollingQueueManager::new(
+            pool.clone(),
+            keys.clone(),
+            QueueSettings::default(),
+            arc_clock.clone(),
+        );
         let semaphore = ConcurrencySemaphore::new(
             pool.clone(),
             keys.clone(),
@@ -140,7 +150,11 @@ impl World {
         let protect = ProtectKeys::new(pool.clone(), keys.clone());
         let counters = TaskCounters::new(pool.clone(), keys.clone(), arc_clock.clone());
         let configs = PollingConfigManager::new(stores.configs.clone(), pool.clone(), keys.clone());
-        stores.configs.insert(&config_input()).await.expect("config inserts");
+        stores
+            .configs
+            .insert(&config_input())
+            .await
+            .expect("config inserts");
         configs.refresh().await.expect("configs load");
         let gw: Arc<dyn gateway::CarrierGateway> = Arc::new(gateway(&sim));
         let stop_resume = StopResumeService::new(
@@ -170,7 +184,22 @@ impl World {
             },
         };
         let registry = build_registry(&deps);
-        World { env, stores, sim, clock, keys, pool, queue, semaphore, cache, protect, counters, configs, deps, registry }
+        World {
+            env,
+            stores,
+            sim,
+            clock,
+            keys,
+            pool,
+            queue,
+            semaphore,
+            cache,
+            protect,
+            counters,
+            configs,
+            deps,
+            registry,
+        }
     }
 
     pub fn now(&self) -> DateTime<Utc> {
@@ -209,21 +238,40 @@ impl World {
             month_total_mb: spec.month_total_mb,
             ..SimCardSpec::new(iccid(spec.id))
         };
-        self.sim.state().upsert_cards(vec![sim_card]).expect("sim card");
+        self.sim
+            .state()
+            .upsert_cards(vec![sim_card])
+            .expect("sim card");
         let id = CardId(spec.id);
         for task in TaskType::ALL {
-            self.queue.requeue(id, task, self.now()).await.expect("queued");
+            self.queue
+                .requeue(id, task, self.now())
+                .await
+                .expect("queued");
         }
         id
     }
 
     pub async fn device(&self, no: &str) -> DeviceId {
-        let d = NewDevice { device_no: no.to_owned(), enable_polling: true };
-        self.stores.devices.insert(&d).await.expect("device inserts").id
+        let d = NewDevice {
+            device_no: no.to_owned(),
+            enable_polling: true,
+        };
+        self.stores
+            .devices
+            .insert(&d)
+            .await
+            .expect("device inserts")
+            .id
     }
 
     /// A package bought for `owner`: active from a day ago for 30 days unless changed.
-    pub fn package(&self, owner: PackageOwner, limit: Option<Megabytes>, used: Megabytes) -> NewPackageUsage {
+    pub fn package(
+        &self,
+        owner: PackageOwner,
+        limit: Option<Megabytes>,
+        used: Megabytes,
+    ) -> NewPackageUsage {
         NewPackageUsage {
             owner,
             package_id: None,
@@ -241,20 +289,39 @@ impl World {
     }
 
     pub async fn add_package(&self, p: NewPackageUsage) -> PackageUsage {
-        self.stores.packages.create_usage(&p).await.expect("package inserts")
+        self.stores
+            .packages
+            .create_usage(&p)
+            .await
+            .expect("package inserts")
     }
 
     pub async fn packages_of(&self, owner: PackageOwner) -> Vec<PackageUsage> {
-        self.stores.packages.usages_of(owner).await.expect("packages read")
+        self.stores
+            .packages
+            .usages_of(owner)
+            .await
+            .expect("packages read")
     }
 
     pub async fn db_card(&self, id: CardId) -> Card {
-        self.stores.cards.get(id).await.expect("card reads").expect("card exists")
+        self.stores
+            .cards
+            .get(id)
+            .await
+            .expect("card reads")
+            .expect("card exists")
     }
 
     /// The card's audit rows, oldest first.
     pub async fn log(&self, id: CardId) -> Vec<CardStateLog> {
-        let mut rows = self.stores.cards.state_log(id, Page::new(1, 500)).await.expect("log reads").items;
+        let mut rows = self
+            .stores
+            .cards
+            .state_log(id, Page::new(1, 500))
+            .await
+            .expect("log reads")
+            .items;
         rows.reverse();
         rows
     }
@@ -270,18 +337,36 @@ impl World {
     }
 
     pub fn set_carrier_packages(&self, card: CardId, packages: Vec<CarrierPackage>) {
-        let patch = gateway::sim::SimCardPatch { packages: Some(packages), ..Default::default() };
-        self.sim.state().patch_card(&iccid(card.get()), patch).expect("patch").expect("sim card");
+        let patch = gateway::sim::SimCardPatch {
+            packages: Some(packages),
+            ..Default::default()
+        };
+        self.sim
+            .state()
+            .patch_card(&iccid(card.get()), patch)
+            .expect("patch")
+            .expect("sim card");
     }
 
     pub async fn exec(&self, sql: &str, values: Vec<Value>) -> u64 {
         let stmt = Statement::from_sql_and_values(DbBackend::Postgres, sql, values);
-        self.env.db.conn.execute_raw(stmt).await.expect("sql runs").rows_affected()
+        self.env
+            .db
+            .conn
+            .execute_raw(stmt)
+            .await
+            .expect("sql runs")
+            .rows_affected()
     }
 
     pub async fn query(&self, sql: &str, values: Vec<Value>) -> Vec<sea_orm::QueryResult> {
         let stmt = Statement::from_sql_and_values(DbBackend::Postgres, sql, values);
-        self.env.db.conn.query_all_raw(stmt).await.expect("sql runs")
+        self.env
+            .db
+            .conn
+            .query_all_raw(stmt)
+            .await
+            .expect("sql runs")
     }
 }
 
@@ -306,5 +391,8 @@ pub fn config_input() -> PollingConfigInput {
 /// Asserts a queue score within a second of `expected` (scores are fractional seconds).
 pub fn assert_score(got: Option<f64>, expected: f64, what: &str) {
     let got = got.unwrap_or_else(|| panic!("{what}: card not queued"));
-    assert!((got - expected).abs() < 1.0, "{what}: score {got}, expected about {expected}");
+    assert!(
+        (got - expected).abs() < 1.0,
+        "{what}: score {got}, expected about {expected}"
+    );
 }
