@@ -1,6 +1,7 @@
 //! [`PgCardStore`]: `tb_iot_card`, its audit table `tb_card_state_log` and its usage history
 //! `tb_data_usage_record`.
 
+use crate::bulk::{BULK_CHUNK, insert_cards};
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
 use crate::error::{bad_column, db_err, not_found};
@@ -19,12 +20,8 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
     EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Select, TransactionTrait,
-    UpdateMany, Value,
+    UpdateMany,
 };
-
-/// Rows per `INSERT ... SELECT FROM UNNEST` statement of a bulk insert: large enough that the
-/// per-statement cost vanishes, small enough to keep each statement's memory modest.
-pub(crate) const BULK_CHUNK: usize = 20_000;
 
 /// The PostgreSQL [`CardStore`]. Cheap to clone: the connection is a pool.
 #[derive(Debug, Clone)]
@@ -79,84 +76,6 @@ impl PgCardStore {
         }
     }
 }
-
-/// Column arrays of one chunk of a bulk insert. Array elements cannot be NULL through
-/// sea-query's array values, so each nullable column travels with a `has_*` flag array.
-#[derive(Default)]
-struct CardColumns {
-    iccid: Vec<String>,
-    msisdn: Vec<String>,
-    has_msisdn: Vec<bool>,
-    carrier_id: Vec<i64>,
-    card_category: Vec<String>,
-    status: Vec<i16>,
-    real_name_status: Vec<i16>,
-    network_status: Vec<i16>,
-    enable_polling: Vec<bool>,
-    device_id: Vec<i64>,
-    has_device: Vec<bool>,
-}
-
-impl CardColumns {
-    fn of(cards: &[NewCard]) -> Self {
-        let mut c = CardColumns::default();
-        for card in cards {
-            c.iccid.push(card.iccid.clone());
-            c.msisdn.push(card.msisdn.clone().unwrap_or_default());
-            c.has_msisdn.push(card.msisdn.is_some());
-            c.carrier_id.push(card.carrier_id.get());
-            c.card_category.push(card.card_category.as_str().to_owned());
-            c.status.push(card.status);
-            c.real_name_status.push(i16::from(card.real_name_status));
-            c.network_status.push(i16::from(card.network_status));
-            c.enable_polling.push(card.enable_polling);
-            c.device_id.push(card.device_id.map_or(0, DeviceId::get));
-            c.has_device.push(card.device_id.is_some());
-        }
-        c
-    }
-
-    fn values(self) -> Vec<Value> {
-        vec![
-            self.iccid.into(),
-            self.msisdn.into(),
-            self.has_msisdn.into(),
-            self.carrier_id.into(),
-            self.card_category.into(),
-            self.status.into(),
-            self.real_name_status.into(),
-            self.network_status.into(),
-            self.enable_polling.into(),
-            self.device_id.into(),
-            self.has_device.into(),
-        ]
-    }
-}
-
-/// Inserts one chunk and returns the new ids in input order. `RETURNING` order is not
-/// guaranteed by PostgreSQL, so the ids are joined back to the input by `iccid` (unique among
-/// live cards, hence within the chunk, or the insert fails) and sorted by the input's ordinal.
-const INSERT_CARDS: &str = r#"
-WITH input AS (
-    SELECT * FROM UNNEST($1::varchar[], $2::varchar[], $3::bool[], $4::bigint[], $5::varchar[],
-                         $6::smallint[], $7::smallint[], $8::smallint[], $9::bool[],
-                         $10::bigint[], $11::bool[])
-        WITH ORDINALITY AS t(iccid, msisdn, has_msisdn, carrier_id, card_category, status,
-                             real_name_status, network_status, enable_polling, device_id,
-                             has_device, ord)
-),
-inserted AS (
-    INSERT INTO tb_iot_card (iccid, msisdn, carrier_id, card_category, status,
-                             real_name_status, network_status, enable_polling, device_id)
-    SELECT iccid, CASE WHEN has_msisdn THEN msisdn END, carrier_id, card_category, status,
-           real_name_status, network_status, enable_polling,
-           CASE WHEN has_device THEN device_id END
-    FROM input
-    ORDER BY ord
-    RETURNING id, iccid
-)
-SELECT inserted.id FROM inserted JOIN input USING (iccid) ORDER BY input.ord
-"#;
 
 /// The initializer's scan. A card counts when its own flag is on and its device (if any) has
 /// its flag on too. A card whose `device_id` points at a soft-deleted device row (or, impossible
@@ -286,7 +205,7 @@ impl CardStore for PgCardStore {
         let mut ids = Vec::with_capacity(cards.len());
         for chunk in cards.chunks(BULK_CHUNK) {
             let rows = txn
-                .query_all_raw(stmt(INSERT_CARDS, CardColumns::of(chunk).values()))
+                .query_all_raw(insert_cards(chunk))
                 .await
                 .map_err(db_err)?;
             for row in &rows {

@@ -1,6 +1,6 @@
 //! [`PgDeviceStore`]: `tb_device`.
 
-use crate::card::BULK_CHUNK;
+use crate::bulk::BULK_CHUNK;
 use crate::convert;
 use crate::entity::device;
 use crate::error::{db_err, not_found};

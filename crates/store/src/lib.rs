@@ -20,6 +20,7 @@
 
 mod alert;
 mod api_key;
+mod bulk;
 mod card;
 mod cleanup;
 mod config;

@@ -1,7 +1,7 @@
 //! [`PgPackageStore`]: products (`tb_package`) and bought packages (`tb_package_usage`),
 //! including the deduction shared with `record_usage` and the periodic batch jobs.
 
-use crate::card::BULK_CHUNK;
+use crate::bulk::{BULK_CHUNK, insert_usages, push_opt};
 use crate::convert::{self, owner_of};
 use crate::entity::{package, package_usage};
 use crate::error::db_err;
@@ -236,112 +236,6 @@ fn owners(rows: &[sea_orm::QueryResult]) -> StoreResult<Vec<PackageOwner>> {
     Ok(out)
 }
 
-/// Column arrays of one chunk of `create_usages_bulk`; nullable columns travel with a `has_*`
-/// flag array (sea-query array values cannot hold NULL elements).
-#[derive(Default)]
-struct UsageColumns {
-    card: Vec<i64>,
-    has_card: Vec<bool>,
-    device: Vec<i64>,
-    has_device: Vec<bool>,
-    package: Vec<i64>,
-    has_package: Vec<bool>,
-    external: Vec<String>,
-    has_external: Vec<bool>,
-    status: Vec<String>,
-    limit: Vec<Decimal>,
-    has_limit: Vec<bool>,
-    ratio: Vec<Decimal>,
-    used: Vec<Decimal>,
-    on_realname: Vec<bool>,
-    activated: Vec<DateTime<Utc>>,
-    has_activated: Vec<bool>,
-    expires: Vec<DateTime<Utc>>,
-    has_expires: Vec<bool>,
-    reset_cycle: Vec<String>,
-    next_reset: Vec<DateTime<Utc>>,
-    has_next_reset: Vec<bool>,
-}
-
-fn push_opt<T: Default>(values: &mut Vec<T>, flags: &mut Vec<bool>, v: Option<T>) {
-    flags.push(v.is_some());
-    values.push(v.unwrap_or_default());
-}
-
-impl UsageColumns {
-    fn of(usages: &[NewPackageUsage]) -> Self {
-        let mut c = UsageColumns::default();
-        for u in usages {
-            let (card, device) = match u.owner {
-                PackageOwner::Card(id) => (Some(id.get()), None),
-                PackageOwner::Device(id) => (None, Some(id.get())),
-            };
-            push_opt(&mut c.card, &mut c.has_card, card);
-            push_opt(&mut c.device, &mut c.has_device, device);
-            push_opt(
-                &mut c.package,
-                &mut c.has_package,
-                u.package_id.map(PackageId::get),
-            );
-            push_opt(&mut c.external, &mut c.has_external, u.external_id.clone());
-            c.status.push(u.status.as_str().to_owned());
-            push_opt(&mut c.limit, &mut c.has_limit, u.data_limit_mb);
-            c.ratio.push(u.virtual_ratio);
-            c.used.push(u.used_mb);
-            c.on_realname.push(u.activate_on_realname);
-            push_opt(&mut c.activated, &mut c.has_activated, u.activated_at);
-            push_opt(&mut c.expires, &mut c.has_expires, u.expires_at);
-            c.reset_cycle.push(u.reset_cycle.as_str().to_owned());
-            push_opt(&mut c.next_reset, &mut c.has_next_reset, u.next_reset_at);
-        }
-        c
-    }
-
-    fn values(self) -> Vec<Value> {
-        vec![
-            self.card.into(),
-            self.has_card.into(),
-            self.device.into(),
-            self.has_device.into(),
-            self.package.into(),
-            self.has_package.into(),
-            self.external.into(),
-            self.has_external.into(),
-            self.status.into(),
-            self.limit.into(),
-            self.has_limit.into(),
-            self.ratio.into(),
-            self.used.into(),
-            self.on_realname.into(),
-            self.activated.into(),
-            self.has_activated.into(),
-            self.expires.into(),
-            self.has_expires.into(),
-            self.reset_cycle.into(),
-            self.next_reset.into(),
-            self.has_next_reset.into(),
-        ]
-    }
-}
-
-const INSERT_USAGES: &str = r#"
-INSERT INTO tb_package_usage (iot_card_id, device_id, package_id, external_id, status,
-                              data_limit_mb, virtual_ratio, used_mb, activate_on_realname,
-                              activated_at, expires_at, reset_cycle, next_reset_at)
-SELECT CASE WHEN has_card THEN card END, CASE WHEN has_device THEN device END,
-       CASE WHEN has_package THEN package END, CASE WHEN has_external THEN external END,
-       status, CASE WHEN has_limit THEN lim END, ratio, used, on_realname,
-       CASE WHEN has_activated THEN activated END, CASE WHEN has_expires THEN expires END,
-       reset_cycle, CASE WHEN has_next_reset THEN next_reset END
-FROM UNNEST($1::bigint[], $2::bool[], $3::bigint[], $4::bool[], $5::bigint[], $6::bool[],
-            $7::varchar[], $8::bool[], $9::varchar[], $10::numeric[], $11::bool[],
-            $12::numeric[], $13::numeric[], $14::bool[], $15::timestamptz[], $16::bool[],
-            $17::timestamptz[], $18::bool[], $19::varchar[], $20::timestamptz[], $21::bool[])
-     AS t(card, has_card, device, has_device, package, has_package, external, has_external,
-          status, lim, has_limit, ratio, used, on_realname, activated, has_activated,
-          expires, has_expires, reset_cycle, next_reset, has_next_reset)
-"#;
-
 #[async_trait]
 impl PackageStore for PgPackageStore {
     async fn create_package(&self, input: &NewPackage) -> StoreResult<Package> {
@@ -403,7 +297,7 @@ impl PackageStore for PgPackageStore {
         let mut written = 0;
         for chunk in usages.chunks(BULK_CHUNK) {
             let res = txn
-                .execute_raw(stmt(INSERT_USAGES, UsageColumns::of(chunk).values()))
+                .execute_raw(insert_usages(chunk))
                 .await
                 .map_err(db_err)?;
             written += res.rows_affected();
