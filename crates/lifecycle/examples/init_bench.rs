@@ -132,8 +132,10 @@ async fn main() -> anyhow::Result<()> {
                     key.len()
                 )?;
                 for id in chunk {
-                    let (score, member) =
-                        (first_score(*id, interval, now).to_string(), id.to_string());
+                    let (score, member) = (
+                        first_score(*id, task, interval, now).to_string(),
+                        id.to_string(),
+                    );
                     write!(
                         out,
                         "${}\r\n{score}\r\n${}\r\n{member}\r\n",

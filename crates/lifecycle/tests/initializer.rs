@@ -144,7 +144,7 @@ async fn mixed_fleet(w: &World, cards: u64) -> anyhow::Result<Expected> {
 fn settings() -> InitSettings {
     InitSettings {
         shard_count: SHARDS,
-        lease_ttl: Duration::from_secs(1),
+        lease_ttl: Duration::from_secs(10),
         ..InitSettings::default()
     }
 }
@@ -174,7 +174,7 @@ fn assert_queues(q: &Queues, exp: &Expected, now: i64) {
             let score = queued.get(id).copied();
             assert_eq!(
                 score,
-                Some(first_score(*id, *interval, now) as f64),
+                Some(first_score(*id, key.1, *interval, now) as f64),
                 "card {id} in {key:?}"
             );
         }
@@ -287,8 +287,10 @@ async fn killed_after_the_first_page_then_rerun_completes() -> anyhow::Result<()
         inner: w.cards(),
         gate: gate.clone(),
     });
+    // A short lease, so that the dead run's lease ends soon.
     let s = InitSettings {
         page_size: 5_000,
+        lease_ttl: Duration::from_secs(2),
         ..settings()
     };
     let init = initializer(&w, gated, s);

@@ -36,8 +36,16 @@ fn card(carrier: i64, category: CardCategory, realname: bool, online: bool) -> C
         id: CardId(1),
         carrier_id: CarrierId(carrier),
         card_category: category,
-        real_name_status: if realname { RealNameStatus::Verified } else { RealNameStatus::NotVerified },
-        network_status: if online { NetworkStatus::Online } else { NetworkStatus::Stopped },
+        real_name_status: if realname {
+            RealNameStatus::Verified
+        } else {
+            RealNameStatus::NotVerified
+        },
+        network_status: if online {
+            NetworkStatus::Online
+        } else {
+            NetworkStatus::Stopped
+        },
     }
 }
 
@@ -55,7 +63,11 @@ impl World {
 
     async fn manager(&self) -> anyhow::Result<PollingConfigManager> {
         let pool = self.env.redis.pool().await?;
-        Ok(PollingConfigManager::new(self.store.clone(), pool, Keys::new(self.env.redis.prefix.clone())))
+        Ok(PollingConfigManager::new(
+            self.store.clone(),
+            pool,
+            Keys::new(self.env.redis.prefix.clone()),
+        ))
     }
 
     async fn add(&self, i: PollingConfigInput) -> anyhow::Result<PollingConfigId> {
@@ -69,7 +81,12 @@ async fn priority_ascending_then_id_and_disabled_ignored() -> anyhow::Result<()>
     let low_prio = w.add(input("late", 10)).await?;
     let first_tie = w.add(input("tie-a", 5)).await?;
     let second_tie = w.add(input("tie-b", 5)).await?;
-    let disabled = w.add(PollingConfigInput { enabled: false, ..input("off", 0) }).await?;
+    let disabled = w
+        .add(PollingConfigInput {
+            enabled: false,
+            ..input("off", 0)
+        })
+        .await?;
     assert!(first_tie < second_tie && low_prio < first_tie && disabled > second_tie);
     let m = w.manager().await?;
     assert_eq!(m.start().await?, 3, "three enabled configs");
@@ -91,22 +108,56 @@ async fn priority_ascending_then_id_and_disabled_ignored() -> anyhow::Result<()>
 #[tokio::test]
 async fn each_condition_kind() -> anyhow::Result<()> {
     let w = World::new().await?;
-    let by_carrier = w.add(PollingConfigInput { carrier_id: Some(CarrierId(7)), ..input("carrier 7", 1) }).await?;
-    let industry = w.add(PollingConfigInput { card_category: Some(CardCategory::Industry), ..input("industry", 2) }).await?;
-    let not_realname = w.add(PollingConfigInput { card_condition: Some(CardCondition::NotRealname), ..input("kyc", 3) }).await?;
-    let realname = w
-        .add(PollingConfigInput { card_condition: Some(CardCondition::Realname), carrier_id: Some(CarrierId(9)), ..input("real 9", 4) })
+    let by_carrier = w
+        .add(PollingConfigInput {
+            carrier_id: Some(CarrierId(7)),
+            ..input("carrier 7", 1)
+        })
         .await?;
-    let stopped = w.add(PollingConfigInput { card_condition: Some(CardCondition::Stopped), ..input("stopped", 5) }).await?;
+    let industry = w
+        .add(PollingConfigInput {
+            card_category: Some(CardCategory::Industry),
+            ..input("industry", 2)
+        })
+        .await?;
+    let not_realname = w
+        .add(PollingConfigInput {
+            card_condition: Some(CardCondition::NotRealname),
+            ..input("kyc", 3)
+        })
+        .await?;
+    let realname = w
+        .add(PollingConfigInput {
+            card_condition: Some(CardCondition::Realname),
+            carrier_id: Some(CarrierId(9)),
+            ..input("real 9", 4)
+        })
+        .await?;
+    let stopped = w
+        .add(PollingConfigInput {
+            card_condition: Some(CardCondition::Stopped),
+            ..input("stopped", 5)
+        })
+        .await?;
     let online = w
-        .add(PollingConfigInput { card_condition: Some(CardCondition::Online), carrier_id: Some(CarrierId(8)), ..input("online 8", 6) })
+        .add(PollingConfigInput {
+            card_condition: Some(CardCondition::Online),
+            carrier_id: Some(CarrierId(8)),
+            ..input("online 8", 6)
+        })
         .await?;
     let m = w.manager().await?;
     m.start().await?;
     let cases = [
-        (card(7, CardCategory::Industry, false, false), Some(by_carrier)),
+        (
+            card(7, CardCategory::Industry, false, false),
+            Some(by_carrier),
+        ),
         (card(8, CardCategory::Industry, false, true), Some(industry)),
-        (card(8, CardCategory::Normal, false, true), Some(not_realname)),
+        (
+            card(8, CardCategory::Normal, false, true),
+            Some(not_realname),
+        ),
         (card(9, CardCategory::Normal, true, true), Some(realname)),
         (card(8, CardCategory::Normal, true, false), Some(stopped)),
         (card(8, CardCategory::Normal, true, true), Some(online)),
@@ -121,20 +172,34 @@ async fn each_condition_kind() -> anyhow::Result<()> {
 #[tokio::test]
 async fn null_interval_means_not_scheduled() -> anyhow::Result<()> {
     let w = World::new().await?;
-    let only_carddata = Intervals { carddata_interval_secs: Some(1800), ..Intervals::default() };
-    let id = w.add(PollingConfigInput { intervals: only_carddata, ..input("carddata only", 1) }).await?;
+    let only_carddata = Intervals {
+        carddata_interval_secs: Some(1800),
+        ..Intervals::default()
+    };
+    let id = w
+        .add(PollingConfigInput {
+            intervals: only_carddata,
+            ..input("carddata only", 1)
+        })
+        .await?;
     let m = w.manager().await?;
     m.start().await?;
     let c = card(1, CardCategory::Normal, true, true);
     let matched = m.match_config(&c).context("matches")?;
     assert_eq!(matched.id(), id);
     assert_eq!(matched.task_types(), vec![TaskType::Carddata]);
-    assert_eq!(matched.interval(TaskType::Carddata), Some(Duration::from_secs(1800)));
+    assert_eq!(
+        matched.interval(TaskType::Carddata),
+        Some(Duration::from_secs(1800))
+    );
     for t in [TaskType::Realname, TaskType::Package, TaskType::Protect] {
         assert_eq!(matched.interval(t), None);
         assert_eq!(m.matched_interval(&c, t), None);
     }
-    assert_eq!(m.matched_interval(&c, TaskType::Carddata), Some(Duration::from_secs(1800)));
+    assert_eq!(
+        m.matched_interval(&c, TaskType::Carddata),
+        Some(Duration::from_secs(1800))
+    );
     Ok(())
 }
 
@@ -142,7 +207,12 @@ async fn null_interval_means_not_scheduled() -> anyhow::Result<()> {
 async fn redis_hash_holds_every_config_with_a_24h_ttl() -> anyhow::Result<()> {
     let w = World::new().await?;
     let on = w.add(input("on", 1)).await?;
-    let off = w.add(PollingConfigInput { enabled: false, ..input("off", 2) }).await?;
+    let off = w
+        .add(PollingConfigInput {
+            enabled: false,
+            ..input("off", 2)
+        })
+        .await?;
     let m = w.manager().await?;
     m.refresh().await?;
     let pool = w.env.redis.pool().await?;
@@ -179,7 +249,10 @@ async fn a_published_change_reaches_another_manager_within_a_second() -> anyhow:
     let sent = Instant::now();
     api.publish_changed().await?;
     while worker.match_config(&c).map(|m| m.id()) != Some(new) {
-        assert!(sent.elapsed() < Duration::from_secs(1), "change not visible after 1 s");
+        assert!(
+            sent.elapsed() < Duration::from_secs(1),
+            "change not visible after 1 s"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     println!("change visible after {:?}", sent.elapsed());
@@ -194,12 +267,17 @@ async fn the_timer_refreshes_without_a_message() -> anyhow::Result<()> {
     let m = w.manager().await?;
     m.start().await?;
     let shutdown = CancellationToken::new();
-    let refresher = m.spawn_refresher_every(Duration::from_millis(100), shutdown.clone()).await?;
+    let refresher = m
+        .spawn_refresher_every(Duration::from_millis(100), shutdown.clone())
+        .await?;
     let id = w.add(input("later", 1)).await?;
     let c = card(1, CardCategory::Normal, true, true);
     let start = Instant::now();
     while m.match_config(&c).map(|x| x.id()) != Some(id) {
-        assert!(start.elapsed() < Duration::from_secs(3), "timer refresh did not happen");
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "timer refresh did not happen"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     shutdown.cancel();
@@ -215,13 +293,18 @@ async fn database_down_keeps_the_last_good_configs_and_starts_from_redis() -> an
     healthy.refresh().await?; // writes the Redis hash
 
     let mut down = MockPollingConfigStore::new();
-    down.expect_list_all().returning(|| Err(StoreError::Database("connection refused".into())));
+    down.expect_list_all()
+        .returning(|| Err(StoreError::Database("connection refused".into())));
     let pool = w.env.redis.pool().await?;
     let m = PollingConfigManager::new(Arc::new(down), pool, Keys::new(w.env.redis.prefix.clone()));
     assert_eq!(m.start().await?, 1, "loaded from the redis hash");
     let c = card(1, CardCategory::Normal, true, true);
     assert_eq!(m.match_config(&c).map(|x| x.id()), Some(id));
     assert!(m.refresh().await.is_err());
-    assert_eq!(m.match_config(&c).map(|x| x.id()), Some(id), "last good configs kept");
+    assert_eq!(
+        m.match_config(&c).map(|x| x.id()),
+        Some(id),
+        "last good configs kept"
+    );
     Ok(())
 }

@@ -13,10 +13,14 @@ use futures::{StreamExt, TryStreamExt};
 use polling_config::ConfigSnapshot;
 use polling_queue::Keys;
 
-/// The first score of a card: `now + hash(card_id) % interval`, spreading the first round over
-/// one interval instead of a thundering herd. Stable across runs and processes (splitmix64).
-pub fn first_score(card_id: i64, interval_secs: u64, now_secs: i64) -> i64 {
-    let offset = splitmix64(card_id as u64) % interval_secs.max(1);
+/// The first score of a card for one task type: `now + hash(card_id, task) % interval`,
+/// spreading the first round over one interval instead of a thundering herd. The task type is
+/// part of the hash so that the four polls of one card do not all fall due in the same second
+/// (they would queue on the card's evaluation lock). Stable across runs and processes
+/// (splitmix64).
+pub fn first_score(card_id: i64, task: TaskType, interval_secs: u64, now_secs: i64) -> i64 {
+    let salt = (task.index() as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    let offset = splitmix64(card_id as u64 ^ salt) % interval_secs.max(1);
     now_secs + offset as i64
 }
 
@@ -88,6 +92,7 @@ impl Batcher {
                 let id = card.id.get();
                 cmd.push(Value::Integer(first_score(
                     id,
+                    task,
                     interval.as_secs(),
                     now_secs,
                 )));
@@ -143,18 +148,18 @@ mod tests {
     #[test]
     fn first_score_is_stable_and_within_one_interval() {
         for id in [1_i64, 2, 1000, 9_999_999] {
-            let s = first_score(id, 3600, 1_000);
+            let s = first_score(id, TaskType::Carddata, 3600, 1_000);
             assert!((1_000..1_000 + 3600).contains(&s));
-            assert_eq!(s, first_score(id, 3600, 1_000));
+            assert_eq!(s, first_score(id, TaskType::Carddata, 3600, 1_000));
         }
-        assert_eq!(first_score(5, 0, 7), 7);
+        assert_eq!(first_score(5, TaskType::Realname, 0, 7), 7);
     }
 
     #[test]
     fn first_scores_spread_over_the_interval() {
         let mut buckets = [0u32; 10];
         for id in 1..=100_000 {
-            buckets[(first_score(id, 1000, 0) / 100) as usize] += 1;
+            buckets[(first_score(id, TaskType::Package, 1000, 0) / 100) as usize] += 1;
         }
         assert!(
             buckets.iter().all(|&n| (9_000..11_000).contains(&n)),
