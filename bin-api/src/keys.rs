@@ -39,10 +39,15 @@ pub(crate) async fn run(settings: &Settings, cmd: KeysCommand) -> anyhow::Result
             if name.is_empty() {
                 anyhow::bail!("--name must not be empty");
             }
-            let role: ApiKeyRole = role.parse().map_err(|e: String| anyhow::anyhow!("--role: {e}"))?;
+            let role: ApiKeyRole = role
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--role: {e}"))?;
             let key = new_key();
             let stored = stores.api_keys.insert(name, role, &hash_key(&key)).await?;
-            println!("created key {} ({}, {})", stored.id, stored.name, stored.role);
+            println!(
+                "created key {} ({}, {})",
+                stored.id, stored.name, stored.role
+            );
             println!("{key}");
         }
         KeysCommand::Revoke { id } => {

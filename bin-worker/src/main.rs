@@ -1,7 +1,10 @@
 //! `cmp-worker`: the worker node. `main` only parses the command, loads the settings and
 //! wires the parts together; the parts live in the library crates.
 
+mod components;
+mod init;
 mod seed;
+mod worker;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -10,7 +13,11 @@ use settings::Settings;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cmp-worker", version, about = "Polls the carriers for every card and stops or resumes cards")]
+#[command(
+    name = "cmp-worker",
+    version,
+    about = "Polls the carriers for every card and stops or resumes cards"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -22,6 +29,12 @@ enum Command {
     Run,
     /// Apply the database migrations.
     Migrate,
+    /// Fill the queues from the database (runs by itself at `run` when it never completed).
+    Init {
+        /// Re-run over a live system: adds what is missing, moves no existing schedule.
+        #[arg(long)]
+        repair: bool,
+    },
     /// Generate a realistic fleet into the database (and into gateway-sim with --gateway-url).
     Seed(seed::SeedArgs),
 }
@@ -62,17 +75,7 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Seed(args) => seed::run(&settings, args).await,
-        Command::Run => serve(settings).await,
+        Command::Init { repair } => init::run(settings, repair).await,
+        Command::Run => worker::run(settings).await,
     }
-}
-
-async fn serve(settings: Settings) -> anyhow::Result<()> {
-    let metrics = ops::install_metrics()?;
-    let db = ops::connect_database(&settings).await?;
-    let redis = ops::connect_redis(&settings).await?;
-    let shutdown = ops::shutdown_token();
-    let router = ops::health_router(ops::Readiness { db, redis }, metrics);
-    ops::serve(settings.worker_bind, router, shutdown).await?;
-    tracing::info!("worker stopped");
-    Ok(())
 }

@@ -62,7 +62,13 @@ pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<(
     let products = seed_products(stores.packages.as_ref()).await?;
 
     let device_count = args.devices.unwrap_or(args.cards / 12);
-    let devices = seed_devices(stores.devices.as_ref(), device_count, args.batch, &args.iccid_prefix).await?;
+    let devices = seed_devices(
+        stores.devices.as_ref(),
+        device_count,
+        args.batch,
+        &args.iccid_prefix,
+    )
+    .await?;
 
     let bar = ProgressBar::new(args.cards);
     bar.set_style(
@@ -74,17 +80,34 @@ pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<(
     while next < args.cards {
         let n = (args.cards - next).min(args.batch as u64);
         let fleet = generate(&mut rng, next, n, &devices, &args);
-        let ids = stores.cards.insert_bulk(&fleet.cards).await.context("insert cards")?;
+        let ids = stores
+            .cards
+            .insert_bulk(&fleet.cards)
+            .await
+            .context("insert cards")?;
         let mut usages = Vec::with_capacity(ids.len());
         for (i, id) in ids.iter().enumerate() {
             let card = &fleet.cards[i];
             if card.device_id.is_none() {
-                usages.extend(packages_for(&mut rng, PackageOwner::Card(*id), card, &products, args.demo));
+                let fast = fleet.fast[i];
+                usages.extend(packages_for(
+                    &mut rng,
+                    PackageOwner::Card(*id),
+                    card,
+                    &products,
+                    fast,
+                ));
             }
         }
-        stores.packages.create_usages_bulk(&usages).await.context("insert packages")?;
+        stores
+            .packages
+            .create_usages_bulk(&usages)
+            .await
+            .context("insert packages")?;
         if let Some(sim) = &sim {
-            sim.put_cards(&fleet.sim_cards).await.context("register cards in gateway-sim")?;
+            sim.put_cards(&fleet.sim_cards)
+                .await
+                .context("register cards in gateway-sim")?;
         }
         next += n;
         bar.set_position(next);
@@ -93,10 +116,23 @@ pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<(
     // One package per device, covering its bound cards (seed bug 1: device packages count).
     let device_usages: Vec<NewPackageUsage> = devices
         .iter()
-        .flat_map(|d| packages_for(&mut rng, PackageOwner::Device(*d), &placeholder_card(), &products, args.demo))
+        .flat_map(|d| {
+            let fast = args.demo && d.get() % 10 == 0;
+            packages_for(
+                &mut rng,
+                PackageOwner::Device(*d),
+                &placeholder_card(),
+                &products,
+                fast,
+            )
+        })
         .collect();
     for chunk in device_usages.chunks(args.batch) {
-        stores.packages.create_usages_bulk(chunk).await.context("insert device packages")?;
+        stores
+            .packages
+            .create_usages_bulk(chunk)
+            .await
+            .context("insert device packages")?;
     }
     tracing::info!(
         cards = args.cards,
@@ -104,7 +140,12 @@ pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<(
         secs = started.elapsed().as_secs_f64(),
         "fleet seeded"
     );
-    println!("seeded {} cards and {} devices in {:.1}s", args.cards, devices.len(), started.elapsed().as_secs_f64());
+    println!(
+        "seeded {} cards and {} devices in {:.1}s",
+        args.cards,
+        devices.len(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -140,7 +181,12 @@ async fn seed_products(packages: &dyn PackageStore) -> anyhow::Result<Products> 
     let a = packages.create_package(&monthly_1g).await?.id;
     let b = packages.create_package(&ratio_500m).await?.id;
     let c = packages.create_package(&unlimited).await?.id;
-    Ok(Products { monthly_1g, ratio_500m, unlimited, ids: [a, b, c] })
+    Ok(Products {
+        monthly_1g,
+        ratio_500m,
+        unlimited,
+        ids: [a, b, c],
+    })
 }
 
 async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::Result<()> {
@@ -148,13 +194,38 @@ async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::R
         tracing::info!("polling configs exist; left as they are");
         return Ok(());
     }
-    // Seconds in the demo profile; minutes in the realistic one.
-    let unit: u32 = if demo { 1 } else { 60 };
+    // Minutes in the realistic profile; tenths of a minute in the demo, so that a demo shows
+    // every kind of poll within a few minutes.
+    let unit: u32 = if demo { 6 } else { 60 };
     let defs = [
-        ("industry cards", 10, None, Some(CardCategory::Industry), [None, Some(10), Some(60), Some(60)]),
-        ("not real-named", 20, Some(CardCondition::NotRealname), None, [Some(2), Some(30), Some(60), None]),
-        ("stopped cards", 30, Some(CardCondition::Stopped), None, [Some(60), Some(10), Some(5), Some(30)]),
-        ("default", 100, None, None, [Some(60), Some(5), Some(30), Some(30)]),
+        (
+            "industry cards",
+            10,
+            None,
+            Some(CardCategory::Industry),
+            [None, Some(10), Some(60), Some(60)],
+        ),
+        (
+            "not real-named",
+            20,
+            Some(CardCondition::NotRealname),
+            None,
+            [Some(2), Some(30), Some(60), None],
+        ),
+        (
+            "stopped cards",
+            30,
+            Some(CardCondition::Stopped),
+            None,
+            [Some(60), Some(10), Some(5), Some(30)],
+        ),
+        (
+            "default",
+            100,
+            None,
+            None,
+            [Some(60), Some(5), Some(30), Some(30)],
+        ),
     ];
     for (name, priority, card_condition, card_category, iv) in defs {
         let secs = |v: Option<u32>| v.map(|m| m * unit);
@@ -178,10 +249,18 @@ async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::R
     Ok(())
 }
 
-async fn seed_devices(devices: &dyn DeviceStore, n: u64, batch: usize, prefix: &str) -> anyhow::Result<Vec<DeviceId>> {
+async fn seed_devices(
+    devices: &dyn DeviceStore,
+    n: u64,
+    batch: usize,
+    prefix: &str,
+) -> anyhow::Result<Vec<DeviceId>> {
     let mut ids = Vec::with_capacity(n as usize);
     let all: Vec<NewDevice> = (0..n)
-        .map(|i| NewDevice { device_no: format!("DEV{prefix}{i:010}"), enable_polling: i % 97 != 0 })
+        .map(|i| NewDevice {
+            device_no: format!("DEV{prefix}{i:010}"),
+            enable_polling: i % 97 != 0,
+        })
         .collect();
     for chunk in all.chunks(batch) {
         ids.extend(devices.insert_bulk(chunk).await.context("insert devices")?);
@@ -192,18 +271,35 @@ async fn seed_devices(devices: &dyn DeviceStore, n: u64, batch: usize, prefix: &
 struct Generated {
     cards: Vec<NewCard>,
     sim_cards: Vec<SimCardSpec>,
+    /// Demo only: the card burns through its package in about a minute.
+    fast: Vec<bool>,
 }
 
-fn generate(rng: &mut StdRng, from: u64, n: u64, devices: &[DeviceId], args: &SeedArgs) -> Generated {
+fn generate(
+    rng: &mut StdRng,
+    from: u64,
+    n: u64,
+    devices: &[DeviceId],
+    args: &SeedArgs,
+) -> Generated {
     let mut cards = Vec::with_capacity(n as usize);
-    let mut sim_cards = Vec::with_capacity(if args.gateway_url.is_some() { n as usize } else { 0 });
+    let mut fast = Vec::with_capacity(n as usize);
+    let mut sim_cards = Vec::with_capacity(if args.gateway_url.is_some() {
+        n as usize
+    } else {
+        0
+    });
     for i in from..from + n {
         let iccid = format!("{}{:016}", args.iccid_prefix, i);
         let industry = rng.random_bool(0.1);
+        let is_fast = args.demo && i % 10 == 0;
+        fast.push(is_fast);
         let real_named = rng.random_bool(0.85);
         // About a third of the cards sit on devices, up to four a device.
         let device_id = if !devices.is_empty() && (i % 3 == 0) {
-            devices.get(((i / 3) % (devices.len() as u64 * 4) / 4) as usize).copied()
+            devices
+                .get(((i / 3) % (devices.len() as u64 * 4) / 4) as usize)
+                .copied()
         } else {
             None
         };
@@ -211,9 +307,17 @@ fn generate(rng: &mut StdRng, from: u64, n: u64, devices: &[DeviceId], args: &Se
             iccid: iccid.clone(),
             msisdn: Some(format!("1{:010}", i % 10_000_000_000)),
             carrier_id: CarrierId(1 + (i % 3) as i64),
-            card_category: if industry { CardCategory::Industry } else { CardCategory::Normal },
+            card_category: if industry {
+                CardCategory::Industry
+            } else {
+                CardCategory::Normal
+            },
             status: 1,
-            real_name_status: if real_named { RealNameStatus::Verified } else { RealNameStatus::NotVerified },
+            real_name_status: if real_named {
+                RealNameStatus::Verified
+            } else {
+                RealNameStatus::NotVerified
+            },
             network_status: NetworkStatus::Online,
             enable_polling: rng.random_bool(0.99),
             device_id,
@@ -227,13 +331,21 @@ fn generate(rng: &mut StdRng, from: u64, n: u64, devices: &[DeviceId], args: &Se
             } else {
                 RealNameStatus::NotVerified
             };
-            let growth = if args.demo && rng.random_bool(0.1) { 60 } else { rng.random_range(0..=4) };
+            let growth = if is_fast {
+                150
+            } else {
+                rng.random_range(0..=4)
+            };
             spec.growth_mb_per_query = Some(Decimal::from(growth));
             spec.packages = Vec::<CarrierPackage>::new();
             sim_cards.push(spec);
         }
     }
-    Generated { cards, sim_cards }
+    Generated {
+        cards,
+        sim_cards,
+        fast,
+    }
 }
 
 /// A stand-in for the device's owner, to reuse the package mix.
@@ -256,7 +368,7 @@ fn packages_for(
     owner: PackageOwner,
     card: &NewCard,
     products: &Products,
-    demo: bool,
+    fast: bool,
 ) -> Vec<NewPackageUsage> {
     let now = Utc::now();
     let pick = rng.random_range(0..10u8);
@@ -266,9 +378,9 @@ fn packages_for(
         _ => (&products.unlimited, products.ids[2]),
     };
     let started = now - Duration::days(rng.random_range(0..20));
-    let expires = if demo && rng.random_bool(0.02) {
-        // A few expire during the demo; the activation check then moves them on.
-        now + Duration::seconds(rng.random_range(30..300))
+    let expires = if fast {
+        // Demo: the package runs out within minutes; the queued renewal then takes over.
+        now + Duration::seconds(rng.random_range(60..240))
     } else {
         started + Duration::days(i64::from(product.duration_days))
     };
@@ -280,15 +392,18 @@ fn packages_for(
         status: PackageStatus::Active,
         data_limit_mb: limit,
         virtual_ratio: product.virtual_ratio,
-        used_mb: limit.map_or(Decimal::ZERO, |l| l * Decimal::from(rng.random_range(0..90u32)) / Decimal::from(100)),
+        used_mb: limit.map_or(Decimal::ZERO, |l| {
+            l * Decimal::from(rng.random_range(0..90u32)) / Decimal::from(100)
+        }),
         activate_on_realname: false,
         activated_at: Some(started),
         expires_at: Some(expires),
         reset_cycle: product.reset_cycle,
-        next_reset_at: (product.reset_cycle == ResetCycle::Monthly).then(|| started + Duration::days(30)),
+        next_reset_at: (product.reset_cycle == ResetCycle::Monthly)
+            .then(|| started + Duration::days(30)),
     }];
     // Renewals queued behind the active package.
-    if rng.random_bool(0.05) {
+    if fast || rng.random_bool(0.05) {
         let mut renewal = out[0].clone();
         renewal.status = PackageStatus::Pending;
         renewal.used_mb = Decimal::ZERO;

@@ -17,10 +17,18 @@ impl MigrationName for SqlMigration {
 #[async_trait::async_trait]
 impl MigrationTrait for SqlMigration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(self.up).await.map(|_| ())
+        manager
+            .get_connection()
+            .execute_unprepared(self.up)
+            .await
+            .map(|_| ())
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(self.down).await.map(|_| ())
+        manager
+            .get_connection()
+            .execute_unprepared(self.down)
+            .await
+            .map(|_| ())
     }
 }

@@ -1,4 +1,4 @@
-use crate::{CarrierId, CardId, DeviceId, Megabytes};
+use crate::{CardId, CarrierId, DeviceId, Megabytes};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -269,7 +269,12 @@ mod tests {
 
     #[test]
     fn statuses_serialize_as_integers() {
-        assert_eq!(serde_json::to_string(&NetworkStatus::Online).ok().as_deref(), Some("1"));
+        assert_eq!(
+            serde_json::to_string(&NetworkStatus::Online)
+                .ok()
+                .as_deref(),
+            Some("1")
+        );
         assert_eq!(
             serde_json::from_str::<RealNameStatus>("0").ok(),
             Some(RealNameStatus::NotVerified)

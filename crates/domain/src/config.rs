@@ -50,12 +50,15 @@ impl Intervals {
             TaskType::Package => self.package_interval_secs,
             TaskType::Protect => self.protect_interval_secs,
         };
-        secs.filter(|s| *s > 0).map(|s| Duration::from_secs(u64::from(s)))
+        secs.filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(u64::from(s)))
     }
 
     /// The task types this config schedules.
     pub fn scheduled(&self) -> impl Iterator<Item = (TaskType, Duration)> + '_ {
-        TaskType::ALL.into_iter().filter_map(|t| self.get(t).map(|d| (t, d)))
+        TaskType::ALL
+            .into_iter()
+            .filter_map(|t| self.get(t).map(|d| (t, d)))
     }
 }
 
@@ -106,7 +109,10 @@ pub fn matching_order(mut configs: Vec<PollingConfig>) -> Vec<PollingConfig> {
 }
 
 /// The first config (in [`matching_order`]) that matches the card.
-pub fn first_match<'a>(ordered: &'a [PollingConfig], card: &CardMatchFields) -> Option<&'a PollingConfig> {
+pub fn first_match<'a>(
+    ordered: &'a [PollingConfig],
+    card: &CardMatchFields,
+) -> Option<&'a PollingConfig> {
     ordered.iter().find(|c| c.matches(card))
 }
 
@@ -124,7 +130,10 @@ mod tests {
             card_condition: None,
             card_category: None,
             carrier_id: None,
-            intervals: Intervals { carddata_interval_secs: Some(60), ..Intervals::default() },
+            intervals: Intervals {
+                carddata_interval_secs: Some(60),
+                ..Intervals::default()
+            },
             created_at: DateTime::<Utc>::UNIX_EPOCH,
             updated_at: DateTime::<Utc>::UNIX_EPOCH,
         }
@@ -145,7 +154,10 @@ mod tests {
         let mut disabled = config(1, 0);
         disabled.enabled = false;
         let ordered = matching_order(vec![config(9, 5), config(3, 5), disabled, config(2, 10)]);
-        assert_eq!(first_match(&ordered, &card()).map(|c| c.id), Some(PollingConfigId(3)));
+        assert_eq!(
+            first_match(&ordered, &card()).map(|c| c.id),
+            Some(PollingConfigId(3))
+        );
     }
 
     #[test]

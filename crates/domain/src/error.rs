@@ -21,5 +21,8 @@ pub enum StoreError {
 #[non_exhaustive]
 pub enum DomainError {
     #[error("invalid {field}: {message}")]
-    Invalid { field: &'static str, message: String },
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
 }

@@ -22,8 +22,6 @@ pub enum PackageStatus {
     Cancelled,
 }
 
-
-
 str_enum!(ResetCycle { None => "none", Monthly => "monthly" });
 str_enum!(PackageStatus {
     Pending => "pending",
@@ -106,7 +104,8 @@ impl PackageUsage {
 
     /// Exhausted: `used_mb >= data_limit_mb`; an unlimited package never is.
     pub fn is_exhausted(&self) -> bool {
-        self.data_limit_mb.is_some_and(|limit| self.used_mb >= limit)
+        self.data_limit_mb
+            .is_some_and(|limit| self.used_mb >= limit)
     }
 
     /// Room left in real megabytes (`None`: unlimited).
@@ -217,10 +216,18 @@ mod tests {
     use rust_decimal_macros::dec;
 
     fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 4, 2, 0, 0, 0).single().unwrap_or_default()
+        Utc.with_ymd_and_hms(2026, 4, 2, 0, 0, 0)
+            .single()
+            .unwrap_or_default()
     }
 
-    fn pkg(id: i64, limit: Option<Decimal>, ratio: Decimal, used: Decimal, days: i64) -> PackageUsage {
+    fn pkg(
+        id: i64,
+        limit: Option<Decimal>,
+        ratio: Decimal,
+        used: Decimal,
+        days: i64,
+    ) -> PackageUsage {
         PackageUsage {
             id: PackageUsageId(id),
             owner: PackageOwner::Card(CardId(1)),
@@ -270,8 +277,16 @@ mod tests {
         assert_eq!(
             steps,
             vec![
-                DeductionStep { id: PackageUsageId(2), add_virtual_mb: dec!(50.00), real_mb: dec!(40) },
-                DeductionStep { id: PackageUsageId(1), add_virtual_mb: dec!(20.0), real_mb: dec!(20) },
+                DeductionStep {
+                    id: PackageUsageId(2),
+                    add_virtual_mb: dec!(50.00),
+                    real_mb: dec!(40)
+                },
+                DeductionStep {
+                    id: PackageUsageId(1),
+                    add_virtual_mb: dec!(20.0),
+                    real_mb: dec!(20)
+                },
             ]
         );
         let total: Decimal = steps.iter().map(|s| s.real_mb).sum();
@@ -294,7 +309,14 @@ mod tests {
     fn unlimited_takes_everything_and_nothing_valid_means_no_step() {
         let u = pkg(3, None, dec!(1), dec!(0), 1);
         let steps = plan_deduction(std::slice::from_ref(&u), dec!(7), now());
-        assert_eq!(steps, vec![DeductionStep { id: PackageUsageId(3), add_virtual_mb: dec!(7), real_mb: dec!(7) }]);
+        assert_eq!(
+            steps,
+            vec![DeductionStep {
+                id: PackageUsageId(3),
+                add_virtual_mb: dec!(7),
+                real_mb: dec!(7)
+            }]
+        );
         let mut expired = u;
         expired.status = PackageStatus::Expired;
         assert!(plan_deduction(&[expired], dec!(7), now()).is_empty());
@@ -303,7 +325,13 @@ mod tests {
 
     #[test]
     fn covering_owner_follows_the_binding() {
-        assert_eq!(PackageOwner::covering(CardId(5), Some(DeviceId(9))), PackageOwner::Device(DeviceId(9)));
-        assert_eq!(PackageOwner::covering(CardId(5), None), PackageOwner::Card(CardId(5)));
+        assert_eq!(
+            PackageOwner::covering(CardId(5), Some(DeviceId(9))),
+            PackageOwner::Device(DeviceId(9))
+        );
+        assert_eq!(
+            PackageOwner::covering(CardId(5), None),
+            PackageOwner::Card(CardId(5))
+        );
     }
 }

@@ -9,9 +9,9 @@ use crate::{
     AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole, Card,
     CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, CleanupConfig,
     CleanupConfigId, CleanupConfigInput, CleanupLog, DeductionStep, Device, DeviceId,
-    ManualTriggerLog, Megabytes, NewCard, NewCardStateLog, NewDevice, NewPackage,
-    NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage, PollingConfig,
-    PollingConfigId, PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
+    ManualTriggerLog, Megabytes, NewCard, NewCardStateLog, NewDevice, NewPackage, NewPackageUsage,
+    Package, PackageId, PackageOwner, PackageUsage, PollingConfig, PollingConfigId,
+    PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
 };
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -31,7 +31,10 @@ impl Page {
     pub const MAX_SIZE: u32 = 500;
 
     pub fn new(page: u32, page_size: u32) -> Self {
-        Page { page: page.max(1), page_size: page_size.clamp(1, Self::MAX_SIZE) }
+        Page {
+            page: page.max(1),
+            page_size: page_size.clamp(1, Self::MAX_SIZE),
+        }
     }
 
     pub fn offset(&self) -> u64 {
@@ -41,7 +44,10 @@ impl Page {
 
 impl Default for Page {
     fn default() -> Self {
-        Page { page: 1, page_size: 20 }
+        Page {
+            page: 1,
+            page_size: 20,
+        }
     }
 }
 
@@ -155,8 +161,11 @@ pub trait PackageStore: Send + Sync {
     ) -> StoreResult<u64>;
     /// First real-name: the owner's `pending` packages with `activate_on_realname` become
     /// active from `now`. Returns how many.
-    async fn activate_on_realname(&self, owner: PackageOwner, now: DateTime<Utc>)
-    -> StoreResult<u64>;
+    async fn activate_on_realname(
+        &self,
+        owner: PackageOwner,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64>;
     /// Expiry and activation (one batch): active packages with `expires_at <= now` become
     /// expired; each owner then left without a valid package gets its next `pending` package
     /// (purchase order, not waiting for real-name) activated from `now`. Returns every owner

@@ -103,7 +103,13 @@ mod tests {
             last_gateway_total_mb: dec!(820),
             last_month_total_mb: dec!(700),
         };
-        let u = apply_month_total(&before, &MonthUsage { month: date(2026, 4, 2), month_total_mb: dec!(500) });
+        let u = apply_month_total(
+            &before,
+            &MonthUsage {
+                month: date(2026, 4, 2),
+                month_total_mb: dec!(500),
+            },
+        );
         assert!(u.rolled_over);
         assert_eq!(u.delta_mb, dec!(500));
         assert_eq!(u.counters.last_month_total_mb, dec!(820));
@@ -111,7 +117,13 @@ mod tests {
         assert_eq!(u.counters.current_month_start_date, Some(date(2026, 4, 1)));
 
         // The next poll of the new month counts against the new total, never negative.
-        let next = apply_month_total(&u.counters, &MonthUsage { month: date(2026, 4, 1), month_total_mb: dec!(530) });
+        let next = apply_month_total(
+            &u.counters,
+            &MonthUsage {
+                month: date(2026, 4, 1),
+                month_total_mb: dec!(530),
+            },
+        );
         assert_eq!(next.delta_mb, dec!(30));
         assert_eq!(next.counters.current_month_usage_mb, dec!(530));
     }
@@ -124,7 +136,13 @@ mod tests {
             last_gateway_total_mb: dec!(100),
             last_month_total_mb: dec!(0),
         };
-        let u = apply_month_total(&before, &MonthUsage { month: date(2026, 4, 1), month_total_mb: dec!(150) });
+        let u = apply_month_total(
+            &before,
+            &MonthUsage {
+                month: date(2026, 4, 1),
+                month_total_mb: dec!(150),
+            },
+        );
         assert_eq!(u.delta_mb, dec!(50));
         assert_eq!(u.counters.current_month_usage_mb, dec!(150));
         assert_eq!(u.counters.last_gateway_total_mb, dec!(150));
@@ -139,21 +157,45 @@ mod tests {
             last_gateway_total_mb: dec!(150),
             last_month_total_mb: dec!(0),
         };
-        let u = apply_month_total(&before, &MonthUsage { month: date(2026, 4, 1), month_total_mb: dec!(120) });
+        let u = apply_month_total(
+            &before,
+            &MonthUsage {
+                month: date(2026, 4, 1),
+                month_total_mb: dec!(120),
+            },
+        );
         assert_eq!(u.delta_mb, dec!(0));
         assert!(u.corrected_downwards);
         assert_eq!(u.counters.last_gateway_total_mb, dec!(120));
         assert_eq!(u.counters.current_month_usage_mb, dec!(150));
-        let again = apply_month_total(&u.counters, &MonthUsage { month: date(2026, 4, 1), month_total_mb: dec!(130) });
+        let again = apply_month_total(
+            &u.counters,
+            &MonthUsage {
+                month: date(2026, 4, 1),
+                month_total_mb: dec!(130),
+            },
+        );
         assert_eq!(again.delta_mb, dec!(10));
     }
 
     #[test]
     fn first_poll_and_stale_month() {
-        let u = apply_month_total(&MonthCounters::default(), &MonthUsage { month: date(2026, 4, 1), month_total_mb: dec!(42) });
+        let u = apply_month_total(
+            &MonthCounters::default(),
+            &MonthUsage {
+                month: date(2026, 4, 1),
+                month_total_mb: dec!(42),
+            },
+        );
         assert!(u.rolled_over);
         assert_eq!(u.delta_mb, dec!(42));
-        let stale = apply_month_total(&u.counters, &MonthUsage { month: date(2026, 3, 1), month_total_mb: dec!(900) });
+        let stale = apply_month_total(
+            &u.counters,
+            &MonthUsage {
+                month: date(2026, 3, 1),
+                month_total_mb: dec!(900),
+            },
+        );
         assert_eq!(stale.delta_mb, dec!(0));
         assert_eq!(stale.counters, u.counters);
         assert!(!stale.changes(&u.counters));

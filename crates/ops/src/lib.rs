@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 pub fn init_tracing(settings: &Settings) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(&settings.log_filter)
         .with_context(|| format!("CMP_LOG={:?} is not a valid filter", settings.log_filter))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let installed = match settings.log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.try_init(),
@@ -36,7 +38,9 @@ pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
         return Ok(h.clone());
     }
     let handle = PrometheusBuilder::new()
-        .set_buckets(&[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
+        .set_buckets(&[
+            0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ])
         .context("histogram buckets")?
         .install_recorder()
         .context("install the metrics recorder")?;
@@ -58,15 +62,17 @@ pub async fn connect_database(settings: &Settings) -> anyhow::Result<DatabaseCon
 
 /// Connects a pool of Redis clients (cluster URLs select cluster mode).
 pub async fn connect_redis(settings: &Settings) -> anyhow::Result<Pool> {
-    let config = Config::from_url(&settings.redis_url)
-        .context("CMP_REDIS_URL is not a valid Redis URL")?;
+    let config =
+        Config::from_url(&settings.redis_url).context("CMP_REDIS_URL is not a valid Redis URL")?;
     let pool = Builder::from_config(config)
         .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
         .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(5))
         .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
         .build_pool(settings.redis_pool_size)
         .context("build the Redis pool")?;
-    pool.init().await.context("connect to Redis (CMP_REDIS_URL)")?;
+    pool.init()
+        .await
+        .context("connect to Redis (CMP_REDIS_URL)")?;
     Ok(pool)
 }
 
@@ -80,13 +86,19 @@ pub struct Readiness {
 impl Readiness {
     /// `Ok` when both PostgreSQL and Redis answer within two seconds.
     pub async fn check(&self) -> Result<(), String> {
-        let db = tokio::time::timeout(Duration::from_secs(2), self.db.execute_unprepared("SELECT 1"));
+        let db = tokio::time::timeout(
+            Duration::from_secs(2),
+            self.db.execute_unprepared("SELECT 1"),
+        );
         match db.await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(format!("postgres: {e}")),
             Err(_) => return Err("postgres: timeout".to_owned()),
         }
-        let ping = tokio::time::timeout(Duration::from_secs(2), self.redis.next().ping::<String>(None));
+        let ping = tokio::time::timeout(
+            Duration::from_secs(2),
+            self.redis.next().ping::<String>(None),
+        );
         match ping.await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(format!("redis: {e}")),
@@ -100,7 +112,10 @@ pub fn health_router(readiness: Readiness, metrics: PrometheusHandle) -> Router 
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz).with_state(readiness))
-        .route("/metrics", get(move || std::future::ready(metrics.render())))
+        .route(
+            "/metrics",
+            get(move || std::future::ready(metrics.render())),
+        )
 }
 
 async fn readyz(State(r): State<Readiness>) -> impl IntoResponse {
@@ -149,7 +164,11 @@ async fn wait_for_signal() {
 }
 
 /// Serves `router` on `bind` until `shutdown` is cancelled.
-pub async fn serve(bind: std::net::SocketAddr, router: Router, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(
+    bind: std::net::SocketAddr,
+    router: Router,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("bind {bind}"))?;

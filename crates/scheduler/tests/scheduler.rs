@@ -70,7 +70,10 @@ impl TaskHandler for Recorder {
         }
         self.running.fetch_sub(1, Ordering::SeqCst);
         let next = Utc::now() + chrono::Duration::hours(1);
-        self.queue.reschedule(card, self.task, next).await.expect("reschedule");
+        self.queue
+            .reschedule(card, self.task, next)
+            .await
+            .expect("reschedule");
         Outcome::Success
     }
 }

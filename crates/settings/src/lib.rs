@@ -16,7 +16,11 @@ pub enum SettingsError {
     #[error("{var} is required but not set")]
     Missing { var: &'static str },
     #[error("{var}={value:?} is invalid: {reason}")]
-    Invalid { var: &'static str, value: String, reason: String },
+    Invalid {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
     #[error("CMP_CONFIG={path}: {reason}")]
     File { path: String, reason: String },
 }
@@ -78,7 +82,7 @@ pub struct Settings {
     pub gateway_rate_limit: u32,
     /// `CMP_TIMEZONE` (default `Asia/Shanghai`): the carriers' calendar for month rollover.
     pub timezone: chrono_tz::Tz,
-    /// `CMP_LOG` (default `info,sqlx=warn,sea_orm_migration=warn`): a tracing filter.
+    /// `CMP_LOG` (default `info,sqlx=warn,sqlx::pool::acquire=error,sea_orm_migration=warn`): a tracing filter.
     pub log_filter: String,
     /// `CMP_LOG_FORMAT` (default `pretty`).
     pub log_format: LogFormat,
@@ -108,7 +112,11 @@ impl Settings {
             worker_bind: src.parse_any("CMP_WORKER_BIND", "0.0.0.0:9090")?,
             shard_count: src.parse("CMP_SHARD_COUNT", 16, 1..=1024)?,
             lease: Duration::from_secs(src.parse("CMP_LEASE_SECS", 300, 1..=86_400)?),
-            scheduler_tick: Duration::from_millis(src.parse("CMP_SCHEDULER_TICK_MS", 1000, 10..=60_000)?),
+            scheduler_tick: Duration::from_millis(src.parse(
+                "CMP_SCHEDULER_TICK_MS",
+                1000,
+                10..=60_000,
+            )?),
             scheduler_batch: src.parse("CMP_SCHEDULER_BATCH", 1000, 1..=100_000)?,
             pools: PoolSizes {
                 realname: src.parse("CMP_WORKER_POOL_REALNAME", 64, 1..=10_000)?,
@@ -116,12 +124,27 @@ impl Settings {
                 package: src.parse("CMP_WORKER_POOL_PACKAGE", 64, 1..=10_000)?,
                 protect: src.parse("CMP_WORKER_POOL_PROTECT", 32, 1..=10_000)?,
             },
-            retry_interval: Duration::from_secs(src.parse("CMP_RETRY_INTERVAL_SECS", 60, 1..=86_400)?),
-            protect_period: Duration::from_secs(src.parse("CMP_PROTECT_PERIOD_SECS", 3600, 1..=31 * 86_400)?),
-            gateway_timeout: Duration::from_millis(src.parse("CMP_GATEWAY_TIMEOUT_MS", 5000, 1..=600_000)?),
+            retry_interval: Duration::from_secs(src.parse(
+                "CMP_RETRY_INTERVAL_SECS",
+                60,
+                1..=86_400,
+            )?),
+            protect_period: Duration::from_secs(src.parse(
+                "CMP_PROTECT_PERIOD_SECS",
+                3600,
+                1..=31 * 86_400,
+            )?),
+            gateway_timeout: Duration::from_millis(src.parse(
+                "CMP_GATEWAY_TIMEOUT_MS",
+                5000,
+                1..=600_000,
+            )?),
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
-            log_filter: src.string("CMP_LOG", "info,sqlx=warn,sea_orm_migration=warn"),
+            log_filter: src.string(
+                "CMP_LOG",
+                "info,sqlx=warn,sqlx::pool::acquire=error,sea_orm_migration=warn",
+            ),
             log_format: match src.string("CMP_LOG_FORMAT", "pretty").as_str() {
                 "pretty" => LogFormat::Pretty,
                 "json" => LogFormat::Json,
@@ -140,9 +163,13 @@ impl Settings {
 /// Reads the TOML file: keys are the variable names without the `CMP_` prefix, in any case
 /// (`shard_count = 32` or `SHARD_COUNT = 32`).
 fn load_file(path: &str) -> Result<HashMap<String, String>, SettingsError> {
-    let err = |reason: String| SettingsError::File { path: path.to_owned(), reason };
+    let err = |reason: String| SettingsError::File {
+        path: path.to_owned(),
+        reason,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-    let table: HashMap<String, toml::Value> = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+    let table: HashMap<String, toml::Value> =
+        toml::from_str(&text).map_err(|e| err(e.to_string()))?;
     table
         .into_iter()
         .map(|(k, v)| {
@@ -180,12 +207,19 @@ impl Source<'_> {
         self.get(var).unwrap_or_else(|| default.to_owned())
     }
 
-    fn parse<T>(&self, var: &'static str, default: T, range: std::ops::RangeInclusive<T>) -> Result<T, SettingsError>
+    fn parse<T>(
+        &self,
+        var: &'static str,
+        default: T,
+        range: std::ops::RangeInclusive<T>,
+    ) -> Result<T, SettingsError>
     where
         T: FromStr + PartialOrd + std::fmt::Display + Copy,
         T::Err: std::fmt::Display,
     {
-        let Some(raw) = self.get(var) else { return Ok(default) };
+        let Some(raw) = self.get(var) else {
+            return Ok(default);
+        };
         let value: T = raw.parse().map_err(|e: T::Err| SettingsError::Invalid {
             var,
             value: raw.clone(),
@@ -207,7 +241,11 @@ impl Source<'_> {
         T::Err: std::fmt::Display,
     {
         let raw = self.string(var, default);
-        raw.parse().map_err(|e: T::Err| SettingsError::Invalid { var, value: raw.clone(), reason: e.to_string() })
+        raw.parse().map_err(|e: T::Err| SettingsError::Invalid {
+            var,
+            value: raw.clone(),
+            reason: e.to_string(),
+        })
     }
 }
 
@@ -251,15 +289,24 @@ mod tests {
         let mut e = env(&[]);
         e.remove("CMP_DATABASE_URL");
         let err = Settings::from_source(&e).expect_err("must fail");
-        assert_eq!(err, SettingsError::Missing { var: "CMP_DATABASE_URL" });
+        assert_eq!(
+            err,
+            SettingsError::Missing {
+                var: "CMP_DATABASE_URL"
+            }
+        );
         let line = err.to_string();
-        assert!(line.contains("CMP_DATABASE_URL") && !line.contains('\n'), "{line}");
+        assert!(
+            line.contains("CMP_DATABASE_URL") && !line.contains('\n'),
+            "{line}"
+        );
     }
 
     #[test]
     fn malformed_shard_count_names_the_variable() {
         for bad in ["sixteen", "0", "-3"] {
-            let err = Settings::from_source(&env(&[("CMP_SHARD_COUNT", bad)])).expect_err("must fail");
+            let err =
+                Settings::from_source(&env(&[("CMP_SHARD_COUNT", bad)])).expect_err("must fail");
             let line = err.to_string();
             assert!(line.starts_with("CMP_SHARD_COUNT="), "{line}");
             assert!(!line.contains('\n'));
@@ -278,9 +325,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cmp-settings-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("tmp dir");
         let path = dir.join("cmp.toml");
-        std::fs::write(&path, "shard_count = 32\nLEASE_SECS = 120\nlog_format = \"json\"\n").expect("write");
+        std::fs::write(
+            &path,
+            "shard_count = 32\nLEASE_SECS = 120\nlog_format = \"json\"\n",
+        )
+        .expect("write");
         let p = path.to_string_lossy().into_owned();
-        let s = Settings::from_source(&env(&[("CMP_CONFIG", &p), ("CMP_LEASE_SECS", "60")])).expect("valid");
+        let s = Settings::from_source(&env(&[("CMP_CONFIG", &p), ("CMP_LEASE_SECS", "60")]))
+            .expect("valid");
         assert_eq!(s.shard_count, 32);
         assert_eq!(s.lease, Duration::from_secs(60));
         assert_eq!(s.log_format, LogFormat::Json);

@@ -12,7 +12,7 @@ use domain::{Card, CardId, MonthUsage, PackageOwner, TaskType, apply_month_total
 use gateway::CarrierGateway;
 use std::sync::Arc;
 use stop_resume::{StopResumeService, Trigger};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 const TASK: TaskType = TaskType::Carddata;
 
@@ -86,7 +86,9 @@ impl PollingCarddataHandler {
                 )
                 .await?;
             if update.rolled_over {
-                info!(card_id = %card.id,
+                // Every card rolls over once a month: debug, not info, or the 1st of the month
+                // writes one line per card of the fleet.
+                debug!(card_id = %card.id,
                     from = ?card.usage.current_month_start_date,
                     to = ?update.counters.current_month_start_date,
                     last_month_total_mb = %update.counters.last_month_total_mb,

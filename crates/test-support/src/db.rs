@@ -33,7 +33,9 @@ impl TestDb {
             let sql = format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\"");
             match admin.execute_unprepared(&sql).await {
                 Ok(_) => break,
-                Err(e) if attempt < 20 && e.to_string().contains("being accessed by other users") => {
+                Err(e)
+                    if attempt < 20 && e.to_string().contains("being accessed by other users") =>
+                {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -43,7 +45,12 @@ impl TestDb {
         let _ = admin.close().await;
         let url = with_database(&admin_url, &name)?;
         let conn = connect(&url, 8).await?;
-        Ok(TestDb { conn, url, name, admin_url })
+        Ok(TestDb {
+            conn,
+            url,
+            name,
+            admin_url,
+        })
     }
 }
 
@@ -68,7 +75,9 @@ async fn connect(url: &str, max: u32) -> anyhow::Result<DatabaseConnection> {
         .min_connections(0)
         .connect_timeout(Duration::from_secs(5))
         .sqlx_logging(false);
-    Database::connect(opts).await.with_context(|| format!("connect to {url}"))
+    Database::connect(opts)
+        .await
+        .with_context(|| format!("connect to {url}"))
 }
 
 /// Builds the migrated template for the current schema once (across processes) and returns its
@@ -83,7 +92,10 @@ async fn ensure_template(admin_url: &str) -> anyhow::Result<String> {
             format!("SELECT datistemplate FROM pg_database WHERE datname = '{template}'"),
         ))
         .await?;
-    if matches!(row.map(|r| r.try_get::<bool>("", "datistemplate")), Some(Ok(true))) {
+    if matches!(
+        row.map(|r| r.try_get::<bool>("", "datistemplate")),
+        Some(Ok(true))
+    ) {
         let _ = admin.close().await;
         return Ok(template);
     }
@@ -99,7 +111,11 @@ async fn ensure_template(admin_url: &str) -> anyhow::Result<String> {
     built.map(|()| template)
 }
 
-async fn build_template(admin: &DatabaseConnection, admin_url: &str, template: &str) -> anyhow::Result<()> {
+async fn build_template(
+    admin: &DatabaseConnection,
+    admin_url: &str,
+    template: &str,
+) -> anyhow::Result<()> {
     let backend = admin.get_database_backend();
     let rows = admin
         .query_all_raw(Statement::from_string(
@@ -121,7 +137,11 @@ async fn build_template(admin: &DatabaseConnection, admin_url: &str, template: &
             ready = is_template;
             !is_template // half-built by a crashed run
         } else if let Some(rest) = name.strip_prefix(TEST_DB_TAG) {
-            let born: u64 = rest.split('_').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let born: u64 = rest
+                .split('_')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
             now.saturating_sub(born) > SWEEP_AFTER_SECS
         } else {
             true // a template of an older schema
@@ -146,7 +166,9 @@ async fn build_template(admin: &DatabaseConnection, admin_url: &str, template: &
         .await
         .context("create template database")?;
     let tpl = connect(&with_database(admin_url, template)?, 1).await?;
-    Migrator::up(&tpl, None).await.context("migrate template database")?;
+    Migrator::up(&tpl, None)
+        .await
+        .context("migrate template database")?;
     tpl.close().await?;
     admin
         .execute_unprepared(&format!("ALTER DATABASE \"{template}\" IS_TEMPLATE true"))

@@ -37,7 +37,10 @@ pub(crate) fn unique_name(tag: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    format!("{tag}{secs}_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+    format!(
+        "{tag}{secs}_{:012x}",
+        rand::random::<u64>() & 0xffff_ffff_ffff
+    )
 }
 
 /// Runs async cleanup from `Drop`, on a thread with its own runtime (the test's runtime may be
@@ -47,7 +50,9 @@ where
     F: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
 {
     let handle = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         rt.block_on(fut)
     });
     match handle.join() {

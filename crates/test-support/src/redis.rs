@@ -33,11 +33,14 @@ impl TestRedis {
 }
 
 async fn connect(url: &str, size: usize) -> anyhow::Result<Pool> {
-    let pool = Builder::from_config(Config::from_url(url).with_context(|| format!("redis url {url}"))?)
-        .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
-        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(10))
-        .build_pool(size)?;
-    pool.init().await.with_context(|| format!("connect to {url}"))?;
+    let pool =
+        Builder::from_config(Config::from_url(url).with_context(|| format!("redis url {url}"))?)
+            .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
+            .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(10))
+            .build_pool(size)?;
+    pool.init()
+        .await
+        .with_context(|| format!("connect to {url}"))?;
     Ok(pool)
 }
 

@@ -2,8 +2,8 @@
 
 use anyhow::{Context, bail};
 use std::sync::OnceLock;
-use testcontainers::{ContainerAsync, ImageExt};
 use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, ImageExt};
 use testcontainers_modules::{postgres::Postgres, redis::Redis};
 use tokio::sync::OnceCell;
 
@@ -24,7 +24,11 @@ fn no_services(var: &str, err: &anyhow::Error) -> anyhow::Error {
     anyhow::anyhow!(
         "no test {what}: set {var} (e.g. {example}) or make a Docker daemon reachable for \
          testcontainers ({err:#})",
-        what = if var == DATABASE_VAR { "PostgreSQL" } else { "Redis" },
+        what = if var == DATABASE_VAR {
+            "PostgreSQL"
+        } else {
+            "Redis"
+        },
         example = if var == DATABASE_VAR {
             "postgres://postgres@127.0.0.1:5432/test"
         } else {
@@ -45,8 +49,14 @@ pub(crate) async fn admin_database_url() -> anyhow::Result<String> {
                 .start()
                 .await
                 .map_err(|e| no_services(DATABASE_VAR, &e.into()))?;
-            let port = c.get_host_port_ipv4(5432).await.context("postgres container port")?;
-            Ok::<_, anyhow::Error>((format!("postgres://postgres:postgres@127.0.0.1:{port}/postgres"), c))
+            let port = c
+                .get_host_port_ipv4(5432)
+                .await
+                .context("postgres container port")?;
+            Ok::<_, anyhow::Error>((
+                format!("postgres://postgres:postgres@127.0.0.1:{port}/postgres"),
+                c,
+            ))
         })
         .await?;
     Ok(url.clone())
@@ -63,7 +73,10 @@ pub(crate) async fn redis_url() -> anyhow::Result<String> {
                 .start()
                 .await
                 .map_err(|e| no_services(REDIS_VAR, &e.into()))?;
-            let port = c.get_host_port_ipv4(6379).await.context("redis container port")?;
+            let port = c
+                .get_host_port_ipv4(6379)
+                .await
+                .context("redis container port")?;
             Ok::<_, anyhow::Error>((format!("redis://127.0.0.1:{port}"), c))
         })
         .await?;
@@ -94,11 +107,15 @@ mod tests {
     #[test]
     fn swaps_the_database_name() {
         assert_eq!(
-            with_database("postgres://postgres@127.0.0.1:5432/test", "x").ok().as_deref(),
+            with_database("postgres://postgres@127.0.0.1:5432/test", "x")
+                .ok()
+                .as_deref(),
             Some("postgres://postgres@127.0.0.1:5432/x")
         );
         assert_eq!(
-            with_database("postgres://u:p@h:1/test?sslmode=disable", "y").ok().as_deref(),
+            with_database("postgres://u:p@h:1/test?sslmode=disable", "y")
+                .ok()
+                .as_deref(),
             Some("postgres://u:p@h:1/y?sslmode=disable")
         );
         assert!(with_database("postgres://h:1", "y").is_err());

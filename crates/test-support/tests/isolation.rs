@@ -40,15 +40,14 @@ async fn two_worlds_are_isolated() -> anyhow::Result<()> {
     drop(a);
     let exists: i64 = pool.exists(&key).await?;
     assert_eq!(exists, 0);
-    let row = b
-        .db
-        .conn
-        .query_one_raw(Statement::from_string(
-            b.db.conn.get_database_backend(),
-            format!("SELECT count(*) AS n FROM pg_database WHERE datname = '{name}'"),
-        ))
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("no row"))?;
+    let row =
+        b.db.conn
+            .query_one_raw(Statement::from_string(
+                b.db.conn.get_database_backend(),
+                format!("SELECT count(*) AS n FROM pg_database WHERE datname = '{name}'"),
+            ))
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no row"))?;
     assert_eq!(row.try_get::<i64>("", "n")?, 0);
     Ok(())
 }
@@ -71,7 +70,10 @@ async fn every_table_exists_in_a_fresh_world() -> anyhow::Result<()> {
         "tb_polling_manual_trigger_log",
         "tb_api_key",
     ] {
-        env.db.conn.execute_unprepared(&format!("SELECT 1 FROM {table} LIMIT 1")).await?;
+        env.db
+            .conn
+            .execute_unprepared(&format!("SELECT 1 FROM {table} LIMIT 1"))
+            .await?;
     }
     Ok(())
 }

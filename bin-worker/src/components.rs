@@ -1,0 +1,153 @@
+//! The composition root: every long-lived part of a worker node, built once from the settings.
+
+use anyhow::Context;
+use domain::{Clock, SystemClock, TaskType};
+use gateway::{GatewayConfig, HttpGateway};
+use lifecycle::{CardInitializer, InitSettings};
+use polling_config::PollingConfigManager;
+use polling_queue::{
+    CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
+    QueueSettings, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
+};
+use settings::Settings;
+use std::sync::Arc;
+use stop_resume::{StopResumeService, StopResumeSettings};
+use store::Stores;
+
+/// How many handler pools' worth of tasks the cluster-wide semaphore admits per type while no
+/// operator has set `polling:concurrency:max:{type}`: room for this many worker nodes.
+const DEFAULT_NODES_PER_SEMAPHORE: u32 = 8;
+
+pub(crate) struct Components {
+    pub(crate) settings: Settings,
+    pub(crate) db: sea_orm::DatabaseConnection,
+    pub(crate) redis: fred::clients::Pool,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) keys: Keys,
+    pub(crate) stores: Stores,
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) configs: PollingConfigManager,
+    pub(crate) leases: SingletonLease,
+    pub(crate) initializer: CardInitializer,
+}
+
+impl Components {
+    /// Connects and builds the parts every command needs.
+    pub(crate) async fn connect(settings: Settings) -> anyhow::Result<Components> {
+        let db = ops::connect_database(&settings).await?;
+        let redis = ops::connect_redis(&settings).await?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let keys = Keys::new(settings.redis_key_prefix.clone());
+        let stores = Stores::new(db.clone());
+        let queue = PollingQueueManager::new(
+            redis.clone(),
+            keys.clone(),
+            QueueSettings {
+                shard_count: settings.shard_count,
+                lease: settings.lease,
+            },
+            clock.clone(),
+        );
+        let configs =
+            PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
+        let loaded = configs.start().await.context("load polling configs")?;
+        tracing::info!(configs = loaded, "polling configs loaded");
+        let leases = SingletonLease::new(redis.clone(), keys.clone());
+        let initializer = CardInitializer::new(
+            stores.cards.clone(),
+            configs.clone(),
+            redis.clone(),
+            keys.clone(),
+            clock.clone(),
+            InitSettings {
+                shard_count: settings.shard_count,
+                ..InitSettings::default()
+            },
+        );
+        Ok(Components {
+            settings,
+            db,
+            redis,
+            clock,
+            keys,
+            stores,
+            queue,
+            configs,
+            leases,
+            initializer,
+        })
+    }
+
+    pub(crate) fn gateway(&self) -> anyhow::Result<HttpGateway> {
+        let mut config = GatewayConfig::new(self.settings.gateway_url.clone());
+        config.timeout = self.settings.gateway_timeout;
+        config.rate_limit_per_sec = self.settings.gateway_rate_limit;
+        let limiter = RedisRateLimiter::new(self.redis.clone(), self.keys.clone());
+        HttpGateway::new(config, Some(Arc::new(limiter)))
+            .context("build the gateway client (CMP_GATEWAY_URL)")
+    }
+
+    pub(crate) fn stop_resume(
+        &self,
+        gateway: Arc<dyn gateway::CarrierGateway>,
+    ) -> StopResumeService {
+        StopResumeService::new(
+            self.stores.cards.clone(),
+            self.stores.packages.clone(),
+            gateway,
+            ProtectKeys::new(self.redis.clone(), self.keys.clone()),
+            CardLock::new(self.redis.clone(), self.keys.clone()),
+            self.clock.clone(),
+            StopResumeSettings {
+                // Three tries of the gateway with back-off must fit in the lock.
+                lock_ttl: (self.settings.gateway_timeout * 4)
+                    .max(std::time::Duration::from_secs(30)),
+                ..StopResumeSettings::default()
+            },
+        )
+    }
+
+    pub(crate) fn semaphore(&self) -> ConcurrencySemaphore {
+        let p = &self.settings.pools;
+        let default_max = [p.realname, p.carddata, p.package, p.protect].map(|n| {
+            u32::try_from(n)
+                .unwrap_or(u32::MAX)
+                .saturating_mul(DEFAULT_NODES_PER_SEMAPHORE)
+        });
+        ConcurrencySemaphore::new(
+            self.redis.clone(),
+            self.keys.clone(),
+            SemaphoreSettings {
+                default_max,
+                lease: self.settings.lease,
+            },
+            self.clock.clone(),
+        )
+    }
+
+    pub(crate) fn cache(&self) -> CardCache {
+        CardCache::new(self.redis.clone(), self.keys.clone())
+    }
+
+    pub(crate) fn protect_keys(&self) -> ProtectKeys {
+        ProtectKeys::new(self.redis.clone(), self.keys.clone())
+    }
+
+    pub(crate) fn counters(&self) -> TaskCounters {
+        TaskCounters::new(self.redis.clone(), self.keys.clone(), self.clock.clone())
+    }
+
+    pub(crate) fn pool_sizes(&self) -> scheduler::PoolSizes {
+        let p = &self.settings.pools;
+        let mut sizes = [0; 4];
+        for t in TaskType::ALL {
+            sizes[t.index()] = match t {
+                TaskType::Realname => p.realname,
+                TaskType::Carddata => p.carddata,
+                TaskType::Package => p.package,
+                TaskType::Protect => p.protect,
+            };
+        }
+        scheduler::PoolSizes(sizes)
+    }
+}
