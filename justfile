@@ -61,3 +61,12 @@ build:
 # Run it: a fresh fleet of 100,000 cards polled live against gateway-sim (Ctrl-C to stop).
 demo *args:
     scripts/demo.sh {{args}}
+
+# The figures of issue 9 (release build; about 15 minutes on 2 cores): a table, and
+# target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep.
+bench *args:
+    cargo run --release -p bench -- {{args}}
+
+# The same scenarios with small sizes (about a minute), for use during development.
+bench-quick *args:
+    cargo run --release -p bench -- --quick {{args}}

@@ -1,0 +1,315 @@
+//! Scenario 4: the usage poll end to end, next to PostgreSQL's durable single-row write rate.
+//!
+//! Everything on this machine and wired as `cmp-worker run` wires it (bin-worker's
+//! components.rs and worker.rs): the real stores on a pool of the worker's default size,
+//! `StopResumeService`, `HttpGateway` (with the Redis rate limiter, unlimited) against an
+//! in-process gateway-sim answering after 1 ms, the four real handlers from `build_registry`
+//! and the real `Scheduler`. M cards, each with an active package, are due at once and come
+//! back every 10 s (the config's carddata interval), so work never runs out; the sim's usage
+//! grows 1 MB a query, so every poll writes its counters, a usage record and the deduction.
+//! Checks/s counts successful carddata polls over the window after a short warm-up.
+//!
+//! The reference, measured right after in the same database: single-row `UPDATE ... WHERE id
+//! = $1` of random cards, each its own durable transaction, on 8 connections.
+
+use crate::cycle::{POOLS, WORKER_REDIS_POOL, load_due, scheduler_settings};
+use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool};
+use crate::report::{Row, Target, fmt_num};
+use crate::{fleet, rss};
+use anyhow::Context;
+use fred::prelude::ClientLike as _;
+use async_trait::async_trait;
+use domain::{CardId, Clock, Intervals, SystemClock, TaskType};
+use gateway::sim::{Faults, SimCardSpec, SimOptions, SimServer};
+use gateway::{GatewayConfig, HttpGateway};
+use polling_config::PollingConfigManager;
+use polling_queue::{
+    CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
+    QueueSettings, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
+};
+use rust_decimal::Decimal;
+use scheduler::Scheduler;
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use stop_resume::{StopResumeService, StopResumeSettings};
+use task_handlers::{HandlerDeps, HandlerSettings, Outcome, Registry, TaskHandler, build_registry};
+use tokio_util::sync::CancellationToken;
+
+/// The worker's default `CMP_DATABASE_MAX_CONNECTIONS`.
+const WORKER_DB_POOL: u32 = 16;
+const WARM_UP: Duration = Duration::from_secs(3);
+const INTERVAL_SECS: u32 = 10;
+
+/// Counts what the real handler's polls come to; adds nothing to the poll.
+struct Counting {
+    inner: Arc<dyn TaskHandler>,
+    counts: [AtomicU64; 4],
+}
+
+#[async_trait]
+impl TaskHandler for Counting {
+    fn task_type(&self) -> TaskType {
+        self.inner.task_type()
+    }
+
+    async fn handle(&self, card: CardId) -> Outcome {
+        let outcome = self.inner.handle(card).await;
+        let i = match outcome {
+            Outcome::Success => 0,
+            Outcome::Failure => 1,
+            Outcome::RequeuedFull => 2,
+            Outcome::Skipped => 3,
+        };
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        outcome
+    }
+}
+
+impl Counting {
+    fn snapshot(&self) -> [u64; 4] {
+        [0, 1, 2, 3].map(|i| self.counts[i].load(Ordering::Relaxed))
+    }
+}
+
+pub(crate) async fn run(
+    env: &BenchEnv,
+    cards: u64,
+    window: Duration,
+    reference_window: Duration,
+) -> anyhow::Result<Vec<Row>> {
+    fleet::truncate(&env.db).await?;
+    fleet::seed_cards(&env.db, cards).await?;
+    fleet::seed_packages(&env.db).await?;
+    let intervals = Intervals {
+        realname_interval_secs: None,
+        carddata_interval_secs: Some(INTERVAL_SECS),
+        package_interval_secs: None,
+        protect_interval_secs: None,
+    };
+    let db = connect_db(&env.db_url, WORKER_DB_POOL).await?;
+    let stores = store::Stores::new(db.clone());
+    fleet::seed_config(&stores, intervals).await?;
+    fleet::vacuum(&env.db).await?;
+
+    let sim = SimServer::start(SimOptions {
+        faults: Faults {
+            latency_ms: 1,
+            ..Faults::default()
+        },
+        ..SimOptions::default()
+    })
+    .await
+    .context("start gateway-sim")?;
+    let specs: Vec<SimCardSpec> = (1..=cards)
+        .map(|n| SimCardSpec {
+            growth_mb_per_query: Some(Decimal::ONE),
+            ..SimCardSpec::new(fleet::iccid(n))
+        })
+        .collect();
+    sim.state()
+        .upsert_cards(specs)
+        .map_err(|e| anyhow::anyhow!("register cards in gateway-sim: {e}"))?;
+
+    let prefix = format!("{PREFIX}carddata:");
+    env.clean_redis(&prefix).await?;
+    let keys = Keys::new(prefix.clone());
+    let redis = redis_pool(&env.redis_url, WORKER_REDIS_POOL).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let queue = PollingQueueManager::new(
+        redis.clone(),
+        keys.clone(),
+        QueueSettings::default(),
+        clock.clone(),
+    );
+    let configs = PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
+    configs.start().await.context("load polling configs")?;
+    let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
+    let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(
+        HttpGateway::new(GatewayConfig::new(sim.url()), Some(Arc::new(limiter)))
+            .context("gateway client")?,
+    );
+    let stop_resume = StopResumeService::new(
+        stores.cards.clone(),
+        stores.packages.clone(),
+        gateway.clone(),
+        ProtectKeys::new(redis.clone(), keys.clone()),
+        CardLock::new(redis.clone(), keys.clone()),
+        clock.clone(),
+        StopResumeSettings {
+            lock_ttl: Duration::from_secs(30),
+            ..StopResumeSettings::default()
+        },
+    );
+    let default_max = POOLS
+        .0
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(8));
+    let deps = HandlerDeps {
+        cards: stores.cards.clone(),
+        packages: stores.packages.clone(),
+        gateway,
+        stop_resume,
+        configs,
+        queue: queue.clone(),
+        semaphore: ConcurrencySemaphore::new(
+            redis.clone(),
+            keys.clone(),
+            SemaphoreSettings {
+                default_max,
+                lease: Duration::from_secs(300),
+            },
+            clock.clone(),
+        ),
+        cache: CardCache::new(redis.clone(), keys.clone()),
+        protect: ProtectKeys::new(redis.clone(), keys.clone()),
+        counters: TaskCounters::new(redis.clone(), keys.clone(), clock.clone()),
+        clock: clock.clone(),
+        settings: HandlerSettings::default(),
+    };
+    let real = build_registry(&deps);
+    let carddata = real
+        .get(TaskType::Carddata)
+        .cloned()
+        .context("no carddata handler in the registry")?;
+    let counting = Arc::new(Counting {
+        inner: carddata,
+        counts: Default::default(),
+    });
+    let mut handlers: Vec<Arc<dyn TaskHandler>> = real
+        .task_types()
+        .filter_map(|t| real.get(t).cloned())
+        .collect();
+    handlers.push(counting.clone());
+    let scheduler = Scheduler::new(
+        queue.clone(),
+        Registry::new(handlers),
+        SingletonLease::new(redis.clone(), keys.clone()),
+        clock,
+        scheduler_settings(),
+    );
+    load_due(&queue, cards).await?;
+
+    let shutdown = CancellationToken::new();
+    let sampler = rss::Sampler::start();
+    let running = tokio::spawn(scheduler.run(shutdown.clone()));
+    tokio::time::sleep(WARM_UP).await;
+    let (before, commits_before, cpu_before) =
+        (counting.snapshot(), commits(&env.db).await?, cpu_secs());
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let (after, commits_after, cpu_after) =
+        (counting.snapshot(), commits(&env.db).await?, cpu_secs());
+    let secs = started.elapsed().as_secs_f64();
+    shutdown.cancel();
+    let report = running.await.context("scheduler task")?;
+    let rss_peak = sampler.finish();
+    let stats = sim.state().stats();
+    let sim_stats = format!(
+        "{} requests, by call {:?}, by outcome {:?}",
+        stats.requests, stats.by_call, stats.by_outcome
+    );
+    sim.shutdown().await?;
+    redis
+        .quit()
+        .await
+        .context("close the worker's Redis pool")?;
+    env.clean_redis(&prefix).await?;
+    let d = [0, 1, 2, 3].map(|i| after[i] - before[i]);
+    let checks = d[0] as f64 / secs;
+    let commits_per_check = (commits_after - commits_before) as f64 / d[0].max(1) as f64;
+    let cpu = (cpu_after - cpu_before) / secs;
+    println!(
+        "  carddata: {} ok, {} failed, {} requeued (pool full), {} skipped in {secs:.1} s",
+        d[0], d[1], d[2], d[3]
+    );
+
+    let reference = durable_updates(&env.db_url, cards, reference_window).await?;
+    println!("  PostgreSQL single-row durable UPDATE, 8 connections: {reference:.0}/s");
+    let _ = db.close().await;
+    let row = Row::new(
+        format!("carddata end to end, {} cards, {} s", fmt_num(cards as f64), window.as_secs()),
+        checks,
+        "checks/s",
+        Some((reference, "durable 1-row UPDATEs/s, 8 conns")),
+        Target::FigureAtLeast(5_600.0),
+    )
+    .note(format!(
+        "in the window: {} ok, {} failed, {} requeued (pool full), {} skipped; {commits_per_check:.2} PostgreSQL commits per check; bench process CPU {cpu:.2} of {} cores; shutdown drained: {}",
+        d[0], d[1], d[2], d[3], num_cpus(), report.drained
+    ))
+    .note(format!("peak VmRSS {:.0} MB (worker and in-process gateway-sim)", rss::mb(rss_peak)))
+    .note(format!("gateway-sim over the whole run: {sim_stats}"));
+    Ok(vec![row])
+}
+
+/// Single-row durable UPDATEs by primary key, 8 connections, for `window`: per second.
+async fn durable_updates(url: &str, cards: u64, window: Duration) -> anyhow::Result<f64> {
+    let db = connect_db(url, 8).await?;
+    let done = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + window;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..8u64 {
+        let (db, done) = (db.clone(), done.clone());
+        tasks.spawn(async move {
+            let mut id = w;
+            while Instant::now() < until {
+                id = (id
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407))
+                    >> 1;
+                let card = (id % cards) as i64 + 1;
+                update(&db, card).await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.context("update task")??;
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    let _ = db.close().await;
+    Ok(rate)
+}
+
+async fn update(db: &DatabaseConnection, card: i64) -> anyhow::Result<()> {
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "UPDATE tb_iot_card SET updated_at = now() WHERE id = $1",
+        [card.into()],
+    ))
+    .await
+    .context("single-row update")?;
+    Ok(())
+}
+
+async fn commits(db: &DatabaseConnection) -> anyhow::Result<u64> {
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+        ))
+        .await
+        .context("pg_stat_database")?
+        .context("no pg_stat_database row")?;
+    Ok(u64::try_from(row.try_get_by_index::<i64>(0).context("xact_commit")?).unwrap_or(0))
+}
+
+/// User + system CPU seconds of this process so far.
+fn cpu_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // After the command name (which may hold spaces) comes field 3, the state; utime and stime
+    // are fields 14 and 15, in clock ticks (100 a second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
+pub(crate) fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}

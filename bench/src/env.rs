@@ -1,0 +1,185 @@
+//! The bench's own world: a fresh `cmp_bench` database and the `bench:` Redis key prefix.
+//!
+//! Redis is shared with other work on this machine: keys are only ever removed by prefix
+//! (SCAN + UNLINK), never by FLUSHALL.
+
+use anyhow::Context;
+use fred::prelude::*;
+use fred::types::InfoKind;
+use futures::TryStreamExt;
+use migrations::{Migrator, MigratorTrait};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
+use std::time::{Duration, Instant};
+
+/// The database the bench creates and drops.
+const DB_NAME: &str = "cmp_bench";
+/// Every Redis key of the bench starts with this.
+pub(crate) const PREFIX: &str = "bench:";
+
+pub(crate) struct BenchEnv {
+    admin_url: String,
+    pub(crate) db_url: String,
+    pub(crate) redis_url: String,
+    /// Pool for the bench's own statements (seeding, references).
+    pub(crate) db: DatabaseConnection,
+    /// Pool for the bench's own commands (loading, cleaning, INFO).
+    pub(crate) redis: Pool,
+}
+
+impl BenchEnv {
+    pub(crate) async fn new() -> anyhow::Result<BenchEnv> {
+        let admin_url = std::env::var("CMP_BENCH_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+        let redis_url = std::env::var("CMP_BENCH_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+        let admin = connect_db(&admin_url, 1)
+            .await
+            .context("CMP_BENCH_DATABASE_URL")?;
+        admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS \"{DB_NAME}\" WITH (FORCE)"
+            ))
+            .await
+            .context("drop an old cmp_bench")?;
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE \"{DB_NAME}\""))
+            .await
+            .context("create cmp_bench")?;
+        let _ = admin.close().await;
+        let db_url = with_database(&admin_url, DB_NAME)?;
+        let db = connect_db(&db_url, 8).await?;
+        Migrator::up(&db, None).await.context("migrate cmp_bench")?;
+        let redis = redis_pool(&redis_url, 4).await?;
+        let env = BenchEnv {
+            admin_url,
+            db_url,
+            redis_url,
+            db,
+            redis,
+        };
+        env.clean_redis(PREFIX).await?;
+        Ok(env)
+    }
+
+    /// Removes every key under `prefix` (which must start with the bench's own prefix).
+    pub(crate) async fn clean_redis(&self, prefix: &str) -> anyhow::Result<u64> {
+        anyhow::ensure!(
+            prefix.starts_with(PREFIX),
+            "refusing to clean keys outside {PREFIX}"
+        );
+        let client = self.redis.next();
+        let keys: Vec<Key> = client
+            .scan_buffered(format!("{prefix}*"), Some(1_000), None)
+            .try_collect()
+            .await
+            .context("scan bench keys")?;
+        let mut removed = 0u64;
+        for chunk in keys.chunks(500) {
+            let n: i64 = self
+                .redis
+                .unlink(chunk.to_vec())
+                .await
+                .context("unlink bench keys")?;
+            removed += n.max(0) as u64;
+        }
+        wait_lazyfree(&self.redis).await?;
+        Ok(removed)
+    }
+
+    /// Drops the database (unless kept) and the bench's keys.
+    pub(crate) async fn teardown(self, keep: bool) -> anyhow::Result<()> {
+        self.clean_redis(PREFIX).await?;
+        let _ = self.db.close().await;
+        if keep {
+            println!("kept database {DB_NAME} ({})", self.db_url);
+            return Ok(());
+        }
+        let admin = connect_db(&self.admin_url, 1).await?;
+        admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS \"{DB_NAME}\" WITH (FORCE)"
+            ))
+            .await
+            .context("drop cmp_bench")?;
+        let _ = admin.close().await;
+        Ok(())
+    }
+}
+
+/// A PostgreSQL pool of at most `max` connections.
+pub(crate) async fn connect_db(url: &str, max: u32) -> anyhow::Result<DatabaseConnection> {
+    let mut opts = ConnectOptions::new(url.to_owned());
+    opts.max_connections(max)
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_secs(30))
+        .sqlx_logging(false);
+    Database::connect(opts)
+        .await
+        .with_context(|| format!("connect to {url}"))
+}
+
+/// A Redis pool built the way `ops::connect_redis` builds the worker's, with a longer command
+/// timeout for the bulk loads of the bench.
+pub(crate) async fn redis_pool(url: &str, size: usize) -> anyhow::Result<Pool> {
+    let pool = Builder::from_config(Config::from_url(url).context("CMP_BENCH_REDIS_URL")?)
+        .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
+        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(120))
+        .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+        .build_pool(size)
+        .context("build the Redis pool")?;
+    pool.init()
+        .await
+        .with_context(|| format!("connect to {url}"))?;
+    Ok(pool)
+}
+
+/// `url` with its database path replaced by `name` (query string kept).
+fn with_database(url: &str, name: &str) -> anyhow::Result<String> {
+    let scheme_end = url.find("://").context("database URL without scheme")? + 3;
+    let (head, rest) = url.split_at(scheme_end);
+    let query = rest.find('?').map_or("", |q| &rest[q..]);
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    Ok(format!("{head}{authority}/{name}{query}"))
+}
+
+/// A field of `INFO memory`.
+pub(crate) async fn info_memory(redis: &Pool, field: &str) -> anyhow::Result<u64> {
+    let info: String = redis
+        .next()
+        .info(Some(InfoKind::Memory))
+        .await
+        .context("INFO memory")?;
+    info.lines()
+        .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')))
+        .and_then(|v| v.trim().parse().ok())
+        .with_context(|| format!("INFO memory has no {field}"))
+}
+
+/// Waits until UNLINKed values are freed, so that `used_memory` means what is stored.
+pub(crate) async fn wait_lazyfree(redis: &Pool) -> anyhow::Result<()> {
+    let until = Instant::now() + Duration::from_secs(120);
+    while info_memory(redis, "lazyfree_pending_objects").await? > 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_is_replaced() {
+        let u = with_database(
+            "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+            "x",
+        );
+        assert_eq!(
+            u.ok().as_deref(),
+            Some("postgres://postgres@127.0.0.1:5432/x?sslmode=disable")
+        );
+        let u = with_database("postgres://h", "x");
+        assert_eq!(u.ok().as_deref(), Some("postgres://h/x"));
+    }
+}

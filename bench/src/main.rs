@@ -1,0 +1,190 @@
+//! `just bench`: the figures that say whether the polling core carries ten million cards
+//! (issue 9). Each figure is measured next to its physical limit or a peer in the same run and
+//! reported with the ratio, because the machine is shared and noisy.
+//!
+//! The bench owns a fresh PostgreSQL database `cmp_bench` (created on the server of
+//! `CMP_BENCH_DATABASE_URL`, dropped at the end unless `--keep`) and the Redis key prefix
+//! `bench:` on `CMP_BENCH_REDIS_URL`, cleaned before and after. It never touches other keys.
+
+mod carddata;
+mod cycle;
+mod dequeue;
+mod env;
+mod fleet;
+mod initializer;
+mod report;
+mod rss;
+
+use anyhow::Context;
+use clap::Parser;
+use report::{Report, Row, Target};
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bench",
+    about = "The numbers that say whether this carries ten million cards"
+)]
+struct Args {
+    /// Fleet size of the initializer, memory and full-cycle scenarios (default 2,000,000;
+    /// 10,000,000 for the full run; 100,000 with --quick).
+    #[arg(long)]
+    cards: Option<u64>,
+    /// Length of the carddata end-to-end window (default 60; 15 with --quick).
+    #[arg(long)]
+    carddata_secs: Option<u64>,
+    /// Small sizes, about a minute: for development.
+    #[arg(long)]
+    quick: bool,
+    /// Only these scenarios: initializer (with Redis memory), dequeue, cycle (with worker RSS),
+    /// carddata. Repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<Scenario>,
+    /// Keep the cmp_bench database afterwards.
+    #[arg(long)]
+    keep: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Scenario {
+    Initializer,
+    Dequeue,
+    Cycle,
+    Carddata,
+}
+
+/// The sizes of one run (written to the report).
+#[derive(Debug, Clone, serde::Serialize)]
+struct Sizes {
+    quick: bool,
+    cards: u64,
+    dequeue_members: usize,
+    dequeue_rounds: usize,
+    cycle_window_secs: u64,
+    carddata_cards: u64,
+    carddata_secs: u64,
+    reference_update_secs: u64,
+    scenarios: Vec<Scenario>,
+}
+
+impl Sizes {
+    fn of(args: &Args) -> Sizes {
+        let q = args.quick;
+        let scenarios = if args.only.is_empty() {
+            vec![
+                Scenario::Cycle,
+                Scenario::Carddata,
+                Scenario::Initializer,
+                Scenario::Dequeue,
+            ]
+        } else {
+            args.only.clone()
+        };
+        Sizes {
+            quick: q,
+            cards: args.cards.unwrap_or(if q { 100_000 } else { 2_000_000 }),
+            dequeue_members: if q { 200_000 } else { 1_000_000 },
+            dequeue_rounds: if q { 1 } else { 3 },
+            cycle_window_secs: if q { 10 } else { 30 },
+            carddata_cards: if q { 100_000 } else { 200_000 },
+            carddata_secs: args.carddata_secs.unwrap_or(if q { 15 } else { 60 }),
+            reference_update_secs: if q { 5 } else { 10 },
+            scenarios,
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CMP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let sizes = Sizes::of(&args);
+    anyhow::ensure!(
+        sizes.cards > 0 && sizes.carddata_secs > 0,
+        "--cards and --carddata-secs must be positive"
+    );
+    let started = Instant::now();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    println!("bench: {sizes:?}");
+
+    let env = env::BenchEnv::new()
+        .await
+        .context("set up cmp_bench and the bench: prefix")?;
+    let mut rows = Vec::new();
+    for scenario in sizes.scenarios.clone() {
+        println!("== {scenario:?}");
+        let t = Instant::now();
+        match run(&env, scenario, &sizes).await {
+            Ok(mut r) => rows.append(&mut r),
+            Err(e) => {
+                eprintln!("{scenario:?} failed: {e:#}");
+                rows.push(Row::unavailable(
+                    format!("{scenario:?}"),
+                    "",
+                    Target::FigureAtLeast(0.0),
+                    &format!("failed: {e:#}"),
+                ));
+            }
+        }
+        println!("   ({:.0} s)", t.elapsed().as_secs_f64());
+    }
+    env.teardown(args.keep).await?;
+
+    let report = Report {
+        commit: commit(),
+        started_at,
+        elapsed_secs: started.elapsed().as_secs_f64(),
+        cpus: carddata::num_cpus(),
+        sizes: serde_json::to_value(&sizes).context("sizes")?,
+        rows,
+    };
+    println!(
+        "\ncommit {} | {} cores | {:.0} s\n",
+        report.commit, report.cpus, report.elapsed_secs
+    );
+    print!("{}", report::table(&report.rows));
+    let path = report::report_path();
+    report::write_json(&path, &report)?;
+    println!("\nwritten to {}", path.display());
+    Ok(())
+}
+
+async fn run(env: &env::BenchEnv, scenario: Scenario, s: &Sizes) -> anyhow::Result<Vec<Row>> {
+    match scenario {
+        Scenario::Initializer => initializer::run(env, s.cards).await,
+        Scenario::Dequeue => dequeue::run(env, s.dequeue_members, s.dequeue_rounds).await,
+        Scenario::Cycle => cycle::run(env, s.cards, Duration::from_secs(s.cycle_window_secs)).await,
+        Scenario::Carddata => {
+            carddata::run(
+                env,
+                s.carddata_cards,
+                Duration::from_secs(s.carddata_secs),
+                Duration::from_secs(s.reference_update_secs),
+            )
+            .await
+        }
+    }
+}
+
+/// `git rev-parse HEAD`, marked `+dirty` when the tree has changes.
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let head = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
+    match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(s) if !s.is_empty() => format!("{head}+dirty"),
+        _ => head,
+    }
+}
