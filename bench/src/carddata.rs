@@ -12,14 +12,14 @@
 //! The reference, measured right after in the same database: single-row `UPDATE ... WHERE id
 //! = $1` of random cards, each its own durable transaction, on 8 connections.
 
-use crate::cycle::{POOLS, WORKER_REDIS_POOL, load_due, scheduler_settings};
+use crate::cycle::{WORKER_REDIS_POOL, load_due, scheduler_settings};
 use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool};
+use crate::probes::{Counting, TimedGateway, mean_ms, sample_waits};
 use crate::report::{Row, Target, fmt_num};
 use crate::{fleet, rss};
 use anyhow::Context;
+use domain::{Clock, Intervals, SystemClock, TaskType};
 use fred::prelude::ClientLike as _;
-use async_trait::async_trait;
-use domain::{CardId, Clock, Intervals, SystemClock, TaskType};
 use gateway::sim::{Faults, SimCardSpec, SimOptions, SimServer};
 use gateway::{GatewayConfig, HttpGateway};
 use polling_config::PollingConfigManager;
@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use stop_resume::{StopResumeService, StopResumeSettings};
-use task_handlers::{HandlerDeps, HandlerSettings, Outcome, Registry, TaskHandler, build_registry};
+use task_handlers::{HandlerDeps, HandlerSettings, Registry, TaskHandler, build_registry};
 use tokio_util::sync::CancellationToken;
 
 /// The worker's default `CMP_DATABASE_MAX_CONNECTIONS`.
@@ -42,43 +42,13 @@ const WORKER_DB_POOL: u32 = 16;
 const WARM_UP: Duration = Duration::from_secs(3);
 const INTERVAL_SECS: u32 = 10;
 
-/// Counts what the real handler's polls come to; adds nothing to the poll.
-struct Counting {
-    inner: Arc<dyn TaskHandler>,
-    counts: [AtomicU64; 4],
-}
-
-#[async_trait]
-impl TaskHandler for Counting {
-    fn task_type(&self) -> TaskType {
-        self.inner.task_type()
-    }
-
-    async fn handle(&self, card: CardId) -> Outcome {
-        let outcome = self.inner.handle(card).await;
-        let i = match outcome {
-            Outcome::Success => 0,
-            Outcome::Failure => 1,
-            Outcome::RequeuedFull => 2,
-            Outcome::Skipped => 3,
-        };
-        self.counts[i].fetch_add(1, Ordering::Relaxed);
-        outcome
-    }
-}
-
-impl Counting {
-    fn snapshot(&self) -> [u64; 4] {
-        [0, 1, 2, 3].map(|i| self.counts[i].load(Ordering::Relaxed))
-    }
-}
-
-pub(crate) async fn run(
-    env: &BenchEnv,
-    cards: u64,
-    window: Duration,
-    reference_window: Duration,
-) -> anyhow::Result<Vec<Row>> {
+pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Vec<Row>> {
+    let cards = sizes.carddata_cards;
+    let window = Duration::from_secs(sizes.carddata_secs);
+    let reference_window = Duration::from_secs(sizes.reference_update_secs);
+    let mut settings = scheduler_settings();
+    settings.pools.0[TaskType::Carddata.index()] = sizes.carddata_pool;
+    let load_before = loadavg();
     fleet::truncate(&env.db).await?;
     fleet::seed_cards(&env.db, cards).await?;
     fleet::seed_packages(&env.db).await?;
@@ -126,10 +96,13 @@ pub(crate) async fn run(
     let configs = PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
     configs.start().await.context("load polling configs")?;
     let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
-    let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(
-        HttpGateway::new(GatewayConfig::new(sim.url()), Some(Arc::new(limiter)))
-            .context("gateway client")?,
-    );
+    let http = HttpGateway::new(GatewayConfig::new(sim.url()), Some(Arc::new(limiter)))
+        .context("gateway client")?;
+    let timed = Arc::new(TimedGateway {
+        inner: Arc::new(http),
+        timing: Default::default(),
+    });
+    let gateway: Arc<dyn gateway::CarrierGateway> = timed.clone();
     let stop_resume = StopResumeService::new(
         stores.cards.clone(),
         stores.packages.clone(),
@@ -142,7 +115,8 @@ pub(crate) async fn run(
             ..StopResumeSettings::default()
         },
     );
-    let default_max = POOLS
+    let default_max = settings
+        .pools
         .0
         .map(|n| u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(8));
     let deps = HandlerDeps {
@@ -172,10 +146,7 @@ pub(crate) async fn run(
         .get(TaskType::Carddata)
         .cloned()
         .context("no carddata handler in the registry")?;
-    let counting = Arc::new(Counting {
-        inner: carddata,
-        counts: Default::default(),
-    });
+    let counting = Arc::new(Counting::new(carddata));
     let mut handlers: Vec<Arc<dyn TaskHandler>> = real
         .task_types()
         .filter_map(|t| real.get(t).cloned())
@@ -186,7 +157,7 @@ pub(crate) async fn run(
         Registry::new(handlers),
         SingletonLease::new(redis.clone(), keys.clone()),
         clock,
-        scheduler_settings(),
+        settings.clone(),
     );
     load_due(&queue, cards).await?;
 
@@ -194,12 +165,24 @@ pub(crate) async fn run(
     let sampler = rss::Sampler::start();
     let running = tokio::spawn(scheduler.run(shutdown.clone()));
     tokio::time::sleep(WARM_UP).await;
-    let (before, commits_before, cpu_before) =
-        (counting.snapshot(), commits(&env.db).await?, cpu_secs());
+    let (before, commits_before, cpu_before) = (
+        counting.snapshot(),
+        commits(&env.db).await?,
+        (cpu_secs(), machine_busy()),
+    );
+    let (handler_before, gateway_before) = (counting.timing.snapshot(), timed.timing.snapshot());
+    let stop_sampling = CancellationToken::new();
+    let waits = tokio::spawn(sample_waits(env.db.clone(), stop_sampling.clone()));
     let started = Instant::now();
     tokio::time::sleep(window).await;
-    let (after, commits_after, cpu_after) =
-        (counting.snapshot(), commits(&env.db).await?, cpu_secs());
+    let (after, commits_after, cpu_after) = (
+        counting.snapshot(),
+        commits(&env.db).await?,
+        (cpu_secs(), machine_busy()),
+    );
+    let (handler_after, gateway_after) = (counting.timing.snapshot(), timed.timing.snapshot());
+    stop_sampling.cancel();
+    let waits = waits.await.unwrap_or_default();
     let secs = started.elapsed().as_secs_f64();
     shutdown.cancel();
     let report = running.await.context("scheduler task")?;
@@ -218,7 +201,9 @@ pub(crate) async fn run(
     let d = [0, 1, 2, 3].map(|i| after[i] - before[i]);
     let checks = d[0] as f64 / secs;
     let commits_per_check = (commits_after - commits_before) as f64 / d[0].max(1) as f64;
-    let cpu = (cpu_after - cpu_before) / secs;
+    let cpu = (cpu_after.0 - cpu_before.0) / secs;
+    let busy = (cpu_after.1.0 - cpu_before.1.0) / (cpu_after.1.1 - cpu_before.1.1).max(1.0);
+    let cpu_per_check_us = (cpu_after.0 - cpu_before.0) / d[0].max(1) as f64 * 1e6;
     println!(
         "  carddata: {} ok, {} failed, {} requeued (pool full), {} skipped in {secs:.1} s",
         d[0], d[1], d[2], d[3]
@@ -235,9 +220,17 @@ pub(crate) async fn run(
         Target::FigureAtLeast(5_600.0),
     )
     .note(format!(
-        "in the window: {} ok, {} failed, {} requeued (pool full), {} skipped; {commits_per_check:.2} PostgreSQL commits per check; bench process CPU {cpu:.2} of {} cores; shutdown drained: {}",
-        d[0], d[1], d[2], d[3], num_cpus(), report.drained
+        "in the window: {} ok, {} failed, {} requeued (pool full), {} skipped; {commits_per_check:.2} PostgreSQL commits per check; bench process CPU {cpu:.2} of {} cores ({cpu_per_check_us:.0} us a check, worker and sim), whole machine {:.0}% busy; shutdown drained: {}",
+        d[0], d[1], d[2], d[3], num_cpus(), busy * 100.0, report.drained
     ))
+    .note(format!(
+        "mean handler time {:.1} ms (max {} in flight of a pool of {}), of which the gateway usage call {:.1} ms; PostgreSQL backends sampled: {waits}",
+        mean_ms(handler_before, handler_after),
+        counting.timing.max_running(),
+        sizes.carddata_pool,
+        mean_ms(gateway_before, gateway_after)
+    ))
+    .note(format!("load average before / after: {load_before} / {}", loadavg()))
     .note(format!("peak VmRSS {:.0} MB (worker and in-process gateway-sim)", rss::mb(rss_peak)))
     .note(format!("gateway-sim over the whole run: {sim_stats}"));
     Ok(vec![row])
@@ -297,6 +290,24 @@ async fn commits(db: &DatabaseConnection) -> anyhow::Result<u64> {
     Ok(u64::try_from(row.try_get_by_index::<i64>(0).context("xact_commit")?).unwrap_or(0))
 }
 
+/// `(busy, total)` jiffies of the whole machine (/proc/stat): everyone's work, not only ours.
+fn machine_busy() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return (0.0, 0.0);
+    };
+    let f: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let total: f64 = f.iter().take(8).sum();
+    let idle = f.get(3).copied().unwrap_or(0.0) + f.get(4).copied().unwrap_or(0.0);
+    (total - idle, total)
+}
+
 /// User + system CPU seconds of this process so far.
 fn cpu_secs() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
@@ -312,4 +323,12 @@ fn cpu_secs() -> f64 {
 
 pub(crate) fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The 1-minute load average (other work on this shared machine shows here).
+pub(crate) fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }

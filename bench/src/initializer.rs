@@ -10,8 +10,8 @@ use crate::env::{BenchEnv, PREFIX, info_memory, redis_pool, wait_lazyfree};
 use crate::report::{Row, Target};
 use crate::{fleet, rss};
 use anyhow::Context;
-use fred::prelude::ClientLike as _;
 use domain::{Intervals, SystemClock, TaskType};
+use fred::prelude::ClientLike as _;
 use lifecycle::{CardInitializer, InitMode, InitSettings, first_score};
 use polling_config::PollingConfigManager;
 use polling_queue::Keys;
@@ -166,8 +166,10 @@ fn write_protocol(
                     key.len()
                 )?;
                 for id in chunk {
-                    let (score, member) =
-                        (first_score(*id, task, interval, now).to_string(), id.to_string());
+                    let (score, member) = (
+                        first_score(*id, task, interval, now).to_string(),
+                        id.to_string(),
+                    );
                     write!(
                         out,
                         "${}\r\n{score}\r\n${}\r\n{member}\r\n",

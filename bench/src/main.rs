@@ -12,6 +12,7 @@ mod dequeue;
 mod env;
 mod fleet;
 mod initializer;
+mod probes;
 mod report;
 mod rss;
 
@@ -40,6 +41,9 @@ struct Args {
     /// carddata. Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     only: Vec<Scenario>,
+    /// Handler pool of the carddata scenario (default: the worker's default, 256).
+    #[arg(long, default_value_t = 256)]
+    carddata_pool: usize,
     /// Keep the cmp_bench database afterwards.
     #[arg(long)]
     keep: bool,
@@ -64,6 +68,7 @@ struct Sizes {
     cycle_window_secs: u64,
     carddata_cards: u64,
     carddata_secs: u64,
+    carddata_pool: usize,
     reference_update_secs: u64,
     scenarios: Vec<Scenario>,
 }
@@ -89,6 +94,7 @@ impl Sizes {
             cycle_window_secs: if q { 10 } else { 30 },
             carddata_cards: if q { 100_000 } else { 200_000 },
             carddata_secs: args.carddata_secs.unwrap_or(if q { 15 } else { 60 }),
+            carddata_pool: args.carddata_pool.max(1),
             reference_update_secs: if q { 5 } else { 10 },
             scenarios,
         }
@@ -160,15 +166,7 @@ async fn run(env: &env::BenchEnv, scenario: Scenario, s: &Sizes) -> anyhow::Resu
         Scenario::Initializer => initializer::run(env, s.cards).await,
         Scenario::Dequeue => dequeue::run(env, s.dequeue_members, s.dequeue_rounds).await,
         Scenario::Cycle => cycle::run(env, s.cards, Duration::from_secs(s.cycle_window_secs)).await,
-        Scenario::Carddata => {
-            carddata::run(
-                env,
-                s.carddata_cards,
-                Duration::from_secs(s.carddata_secs),
-                Duration::from_secs(s.reference_update_secs),
-            )
-            .await
-        }
+        Scenario::Carddata => carddata::run(env, s).await,
     }
 }
 
