@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use domain::store::{CardStore, DeviceStore};
 use domain::{Card, CardId, Clock, DeviceId, TaskType};
 use polling_config::{ConfigSnapshot, PollingConfigManager};
-use polling_queue::PollingQueueManager;
+use polling_queue::{CardCache, PollingQueueManager};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -97,7 +97,8 @@ impl PollingLifecycleService {
 
     /// The card's polling was switched off: out of every queue, no flag read.
     pub async fn on_card_disabled(&self, card: CardId) -> Result<(), LifecycleError> {
-        Ok(self.queue.remove_from_all_queues(card).await?)
+        self.queue.remove_from_all_queues(card).await?;
+        Ok(self.cache().invalidate(card).await?)
     }
 
     /// The card was deleted: out of every queue and out of the card cache, no flag read.
@@ -120,6 +121,7 @@ impl PollingLifecycleService {
         }
         for chunk in cards.chunks(BATCH) {
             self.queue.remove_many_from_all_queues(chunk).await?;
+            self.cache().invalidate_many(chunk).await?;
         }
         Ok(Outcome {
             removed: cards.len(),
@@ -127,9 +129,16 @@ impl PollingLifecycleService {
         })
     }
 
+    /// The card snapshots the poll handlers cache (`polling:card:{id}`): every event below
+    /// follows a change of the card outside polling, so the snapshot is dropped with it.
+    fn cache(&self) -> CardCache {
+        self.queue.card_cache()
+    }
+
     async fn reschedule(&self, cards: &[CardId]) -> Result<Outcome, LifecycleError> {
         let mut total = Outcome::default();
         for chunk in cards.chunks(BATCH) {
+            self.cache().invalidate_many(chunk).await?;
             total.add(self.reschedule_chunk(chunk).await?);
         }
         Ok(total)

@@ -174,11 +174,17 @@ async fn created_card_gets_each_scheduled_type_at_now_and_status_change_rematche
     );
 
     w.clock.advance(chrono::Duration::seconds(30));
+    // The poll handlers hold a snapshot of the card; the event must drop it, or they would go
+    // on polling the old state for up to the cache TTL.
+    let cache = CardCache::new(w.pool.clone(), w.keys.clone());
+    let snapshot = w.stores.cards.get(id).await?.expect("card");
+    cache.set(&snapshot).await?;
     w.sql(&format!(
         "UPDATE tb_iot_card SET network_status = 0 WHERE id = {id}"
     ))
     .await?;
     svc.on_card_status_changed(id).await?;
+    assert_eq!(cache.get(id).await?, None, "stale snapshot dropped");
     let later = to_score(t0() + chrono::Duration::seconds(30));
     assert_eq!(
         w.entries_of(id).await?,

@@ -70,6 +70,22 @@ impl CardCache {
         Ok(())
     }
 
+    /// Drops the snapshots of many cards in one pipeline (the cards changed outside polling:
+    /// status, binding, polling switch). Idempotent.
+    pub async fn invalidate_many(&self, cards: &[CardId]) -> Result<(), QueueError> {
+        // One DEL per key: the keys hash to different slots on Redis Cluster.
+        for chunk in cards.chunks(1_000) {
+            let pipe = self.pool.next().pipeline();
+            for card in chunk {
+                let _: () = pipe
+                    .del(self.keys.render(&RedisKey::Card { card: *card }))
+                    .await?;
+            }
+            let _: Vec<i64> = pipe.all().await?;
+        }
+        Ok(())
+    }
+
     /// Drops the snapshot (the card changed or was deleted). Idempotent.
     pub async fn invalidate(&self, card: CardId) -> Result<(), QueueError> {
         let _: i64 = self
@@ -77,5 +93,12 @@ impl CardCache {
             .del(self.keys.render(&RedisKey::Card { card }))
             .await?;
         Ok(())
+    }
+}
+
+impl crate::PollingQueueManager {
+    /// The card cache on the same Redis and key prefix as these queues.
+    pub fn card_cache(&self) -> CardCache {
+        CardCache::new(self.pool.clone(), self.keys.clone())
     }
 }
