@@ -5,10 +5,10 @@ pub enum StoreError {
     /// The row does not exist (or is soft-deleted).
     #[error("{entity} {id} not found")]
     NotFound { entity: &'static str, id: String },
-    /// A unique or foreign-key constraint refused the write; `field` names the column.
+    /// A unique constraint refused the write; `field` names the column.
     #[error("conflict on {field}: {message}")]
     Conflict { field: String, message: String },
-    /// The database refused a value (check constraint, bad enum string, ...).
+    /// The database refused a value (foreign key, check constraint, bad enum string, ...).
     #[error("invalid data: {0}")]
     Invalid(String),
     /// The database could not be reached or failed.
