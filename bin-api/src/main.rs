@@ -3,9 +3,7 @@
 
 mod keys;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
-use migrations::{Migrator, MigratorTrait};
 use settings::Settings;
 use std::process::ExitCode;
 
@@ -29,38 +27,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::from_env() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("cmp-api: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cmp-api: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli, settings)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cmp-api: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    ops::main("cmp-api", |settings| run(cli, settings))
 }
 
 async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
-    ops::init_tracing(&settings)?;
     match cli.command {
-        Command::Migrate => {
-            let db = ops::connect_database(&settings).await?;
-            Migrator::up(&db, None).await.context("apply migrations")?;
-            tracing::info!("migrations applied");
-            Ok(())
-        }
+        Command::Migrate => ops::migrate(&settings).await,
         Command::Keys(cmd) => keys::run(&settings, cmd).await,
         Command::Serve => serve(settings).await,
     }

@@ -6,9 +6,7 @@ mod init;
 mod seed;
 mod worker;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
-use migrations::{Migrator, MigratorTrait};
 use settings::Settings;
 use std::process::ExitCode;
 
@@ -41,39 +39,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::from_env() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("cmp-worker: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cmp-worker: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli, settings)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "cmp-worker failed");
-            eprintln!("cmp-worker: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    ops::main("cmp-worker", |settings| run(cli, settings))
 }
 
 async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
-    ops::init_tracing(&settings)?;
     match cli.command {
-        Command::Migrate => {
-            let db = ops::connect_database(&settings).await?;
-            Migrator::up(&db, None).await.context("apply migrations")?;
-            tracing::info!("migrations applied");
-            Ok(())
-        }
+        Command::Migrate => ops::migrate(&settings).await,
         Command::Seed(args) => seed::run(&settings, args).await,
         Command::Init { repair } => init::run(settings, repair).await,
         Command::Run => worker::run(settings).await,

@@ -16,6 +16,54 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The common `main` of both binaries: loads the settings (a bad one stops with exit code 2 and
+/// one line naming the variable), starts logging and the runtime, runs `body`, and turns an
+/// error into one line on stderr and exit code 1.
+pub fn main<F, Fut>(name: &str, body: F) -> std::process::ExitCode
+where
+    F: FnOnce(Settings) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    use std::process::ExitCode;
+    let settings = match Settings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{name}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        init_tracing(&settings)?;
+        body(settings).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "{name} failed");
+            eprintln!("{name}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `migrate`: applies every pending migration.
+pub async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    use migrations::MigratorTrait;
+    let db = connect_database(settings).await?;
+    migrations::Migrator::up(&db, None)
+        .await
+        .context("apply migrations")?;
+    tracing::info!("migrations applied");
+    Ok(())
+}
+
 /// Starts logging to stderr with the `CMP_LOG` filter in the `CMP_LOG_FORMAT` format.
 pub fn init_tracing(settings: &Settings) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(&settings.log_filter)
