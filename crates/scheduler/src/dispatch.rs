@@ -164,13 +164,22 @@ async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>
     let task = pool.task;
     let shards = ctx.queue.settings().shard_count;
     let mut rotate = 0u32;
+    // Shards asked since a dequeue last found something: the loop sleeps a tick only after a
+    // whole sweep of the shards found nothing.
+    let mut swept = 0u32;
+    // Wait for this much room before dequeuing again while polls are running, so that one
+    // round trip per shard moves a useful number of cards (a round of a few cards over every
+    // shard costs as many round trips as a full one).
+    let chunk = (pool.size / 4).clamp(1, MIN_PER_SHARD);
     while !ctx.shutdown.is_cancelled() {
         let free = pool.free();
-        if free == 0 {
-            // Backpressure: dequeue nothing until a poll finishes.
+        if free == 0 || (free < chunk && pool.in_use() > 0) {
+            // Backpressure: dequeue nothing until polls finish.
+            let want = u32::try_from(chunk).unwrap_or(1);
             tokio::select! {
                 _ = ctx.shutdown.cancelled() => break,
-                p = pool.permits.clone().acquire_owned() => drop(p),
+                p = pool.permits.clone().acquire_many_owned(want) => drop(p),
+                _ = tokio::time::sleep(ctx.settings.tick) => {}
             }
             continue;
         }
@@ -185,14 +194,20 @@ async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>
             .increment(cards.len() as u64);
         let room = free.saturating_sub(cards.len());
         if room > 0 {
-            let taken =
-                dequeue_shards(&ctx.queue, task, room, ctx.settings.batch, shards, rotate).await;
-            rotate = rotate.wrapping_add(1);
+            let plan = shares(room, shards, rotate);
+            let asked = plan.len() as u32;
+            rotate = rotate.wrapping_add(asked);
+            let taken = dequeue_shards(&ctx.queue, task, plan, ctx.settings.batch).await;
             metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "shard")
                 .increment(taken.len() as u64);
+            swept = if taken.is_empty() { swept + asked } else { 0 };
             cards.extend(taken);
         }
         if cards.is_empty() {
+            if swept < shards {
+                continue;
+            }
+            swept = 0;
             tokio::select! {
                 _ = ctx.shutdown.cancelled() => break,
                 _ = tokio::time::sleep(ctx.settings.tick) => {}
@@ -205,17 +220,18 @@ async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>
     }
 }
 
-/// Splits `room` over the shards (rotating who gets the remainder), at most `batch` a shard,
-/// and dequeues from all of them at once.
+/// Fewest cards asked of one shard in a round while the room allows: a dequeue is one round
+/// trip, so slicing a small room over every shard would waste them.
+const MIN_PER_SHARD: usize = 64;
+
+/// Dequeues the planned number of cards from each shard at once (at most `batch` a shard).
 async fn dequeue_shards(
     queue: &PollingQueueManager,
     task: TaskType,
-    room: usize,
+    plan: Vec<(u32, usize)>,
     batch: usize,
-    shards: u32,
-    rotate: u32,
 ) -> Vec<CardId> {
-    let calls = shares(room, shards, rotate).into_iter().map(|(shard, n)| async move {
+    let calls = plan.into_iter().map(|(shard, n)| async move {
         match queue.dequeue_ready(shard, task, n.min(batch.max(1))).await {
             Ok(cards) => cards,
             Err(e) => {
@@ -231,12 +247,14 @@ async fn dequeue_shards(
         .collect()
 }
 
-/// `room` split over `shards`: every shard gets `room / shards`, and `room % shards` of them,
-/// starting at `rotate`, one more.
+/// `room` split over as many shards as give each at least [`MIN_PER_SHARD`] (all of them for a
+/// large room), starting at shard `rotate`: the caller advances `rotate` by the shards asked,
+/// so consecutive rounds walk every shard in turn.
 pub(crate) fn shares(room: usize, shards: u32, rotate: u32) -> Vec<(u32, usize)> {
     let s = shards.max(1) as usize;
-    let (base, extra) = (room / s, room % s);
-    (0..s)
+    let used = room.div_ceil(MIN_PER_SHARD).clamp(1, s);
+    let (base, extra) = (room / used, room % used);
+    (0..used)
         .map(|i| {
             (
                 ((rotate as usize + i) % s) as u32,
@@ -318,14 +336,17 @@ mod tests {
     use super::shares;
 
     #[test]
-    fn room_is_split_exactly_and_the_remainder_rotates() {
-        let s = shares(35, 16, 0);
-        assert_eq!(s.iter().map(|(_, n)| n).sum::<usize>(), 35);
+    fn room_is_split_exactly_over_enough_shards_and_rotates() {
+        // A large room goes to every shard.
+        let s = shares(16 * 64 + 35, 16, 0);
+        assert_eq!(s.iter().map(|(_, n)| n).sum::<usize>(), 16 * 64 + 35);
         assert_eq!(s.len(), 16);
-        assert_eq!(s[0], (0, 3));
-        assert_eq!(s[3], (3, 2));
-        let small = shares(3, 16, 5);
-        assert_eq!(small, vec![(5, 1), (6, 1), (7, 1)]);
+        assert_eq!(s[0], (0, 67));
+        assert_eq!(s[3], (3, 66));
+        // A small room goes to a few shards, at least 64 cards each, from `rotate` on.
+        let small = shares(200, 16, 14);
+        assert_eq!(small, vec![(14, 50), (15, 50), (0, 50), (1, 50)]);
+        assert_eq!(shares(3, 16, 5), vec![(5, 3)]);
         assert!(shares(0, 16, 0).is_empty());
         assert_eq!(shares(7, 1, 9), vec![(0, 7)]);
     }
