@@ -194,41 +194,31 @@ async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::R
         tracing::info!("polling configs exist; left as they are");
         return Ok(());
     }
-    // Minutes in the realistic profile; tenths of a minute in the demo, so that a demo shows
-    // every kind of poll within a few minutes.
-    let unit: u32 = if demo { 6 } else { 60 };
+    // Seconds between polls: realname, carddata, package, protect (`None`: not scheduled).
+    // The demo profile polls more often, sized so that one worker node on a laptop keeps up
+    // with 100,000 cards (about 500 polls a second in all).
+    let [industry, not_realnamed, stopped, default] = if demo {
+        [
+            [None, Some(600), Some(1_800), Some(1_800)],
+            [Some(300), Some(1_800), Some(1_800), None],
+            [Some(1_800), Some(600), Some(120), Some(1_800)],
+            [Some(3_600), Some(300), Some(1_800), Some(1_800)],
+        ]
+    } else {
+        [
+            [None, Some(600), Some(3_600), Some(3_600)],
+            [Some(120), Some(1_800), Some(3_600), None],
+            [Some(3_600), Some(600), Some(300), Some(1_800)],
+            [Some(3_600), Some(300), Some(1_800), Some(1_800)],
+        ]
+    };
     let defs = [
-        (
-            "industry cards",
-            10,
-            None,
-            Some(CardCategory::Industry),
-            [None, Some(10), Some(60), Some(60)],
-        ),
-        (
-            "not real-named",
-            20,
-            Some(CardCondition::NotRealname),
-            None,
-            [Some(2), Some(30), Some(60), None],
-        ),
-        (
-            "stopped cards",
-            30,
-            Some(CardCondition::Stopped),
-            None,
-            [Some(60), Some(10), Some(5), Some(30)],
-        ),
-        (
-            "default",
-            100,
-            None,
-            None,
-            [Some(60), Some(5), Some(30), Some(30)],
-        ),
+        ("industry cards", 10, None, Some(CardCategory::Industry), industry),
+        ("not real-named", 20, Some(CardCondition::NotRealname), None, not_realnamed),
+        ("stopped cards", 30, Some(CardCondition::Stopped), None, stopped),
+        ("default", 100, None, None, default),
     ];
     for (name, priority, card_condition, card_category, iv) in defs {
-        let secs = |v: Option<u32>| v.map(|m| m * unit);
         configs
             .insert(&PollingConfigInput {
                 name: name.to_owned(),
@@ -238,10 +228,10 @@ async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::R
                 card_category,
                 carrier_id: None,
                 intervals: Intervals {
-                    realname_interval_secs: secs(iv[0]),
-                    carddata_interval_secs: secs(iv[1]),
-                    package_interval_secs: secs(iv[2]),
-                    protect_interval_secs: secs(iv[3]),
+                    realname_interval_secs: iv[0],
+                    carddata_interval_secs: iv[1],
+                    package_interval_secs: iv[2],
+                    protect_interval_secs: iv[3],
                 },
             })
             .await?;
@@ -325,7 +315,7 @@ fn generate(
         if args.gateway_url.is_some() {
             let mut spec = SimCardSpec::new(iccid);
             // The carrier's view: most cards verify eventually; usage grows by a few MB a poll,
-            // and in the demo a tenth of them grow fast enough to exhaust a package in minutes.
+            // and in the demo a tenth of them grow fast enough to exhaust a package in a poll or two.
             spec.real_name_status = if real_named || rng.random_bool(0.5) {
                 RealNameStatus::Verified
             } else {
