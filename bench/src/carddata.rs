@@ -114,7 +114,8 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
             lock_ttl: Duration::from_secs(30),
             ..StopResumeSettings::default()
         },
-    );
+    )
+    .with_card_cache(CardCache::new(redis.clone(), keys.clone()));
     let default_max = settings
         .pools
         .0

@@ -105,6 +105,7 @@ impl Components {
                 ..StopResumeSettings::default()
             },
         )
+        .with_card_cache(self.cache())
     }
 
     pub(crate) fn semaphore(&self) -> ConcurrencySemaphore {

@@ -213,9 +213,27 @@ async fn seed_configs(configs: &dyn PollingConfigStore, demo: bool) -> anyhow::R
         ]
     };
     let defs = [
-        ("industry cards", 10, None, Some(CardCategory::Industry), industry),
-        ("not real-named", 20, Some(CardCondition::NotRealname), None, not_realnamed),
-        ("stopped cards", 30, Some(CardCondition::Stopped), None, stopped),
+        (
+            "industry cards",
+            10,
+            None,
+            Some(CardCategory::Industry),
+            industry,
+        ),
+        (
+            "not real-named",
+            20,
+            Some(CardCondition::NotRealname),
+            None,
+            not_realnamed,
+        ),
+        (
+            "stopped cards",
+            30,
+            Some(CardCondition::Stopped),
+            None,
+            stopped,
+        ),
         ("default", 100, None, None, default),
     ];
     for (name, priority, card_condition, card_category, iv) in defs {

@@ -8,7 +8,7 @@ use domain::{
     PackageOwner, PackageUsage, StopReason,
 };
 use gateway::CarrierGateway;
-use polling_queue::{CardLock, CardLockToken, ProtectKeys};
+use polling_queue::{CardCache, CardLock, CardLockToken, ProtectKeys};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +50,9 @@ pub struct StopResumeService {
     lock: CardLock,
     clock: Arc<dyn Clock>,
     settings: StopResumeSettings,
+    /// The poll handlers' card snapshots: dropped after every state change, so that no handler
+    /// goes on working from the state before it.
+    cache: Option<CardCache>,
 }
 
 impl std::fmt::Debug for StopResumeService {
@@ -85,7 +88,15 @@ impl StopResumeService {
             lock,
             clock,
             settings,
+            cache: None,
         }
+    }
+
+    /// Drops the card's cached snapshot (`polling:card:{id}`) after every stop, start and
+    /// reason change made here.
+    pub fn with_card_cache(mut self, cache: CardCache) -> Self {
+        self.cache = Some(cache);
+        self
     }
 
     /// The one entry point of `RULES.md` ("Stop / resume"): under the card's lock, reads the
@@ -323,7 +334,13 @@ impl StopResumeService {
                     "carrier applied the change but the database write failed");
             }
             StopResumeError::from(e)
-        })
+        })?;
+        if let Some(cache) = &self.cache
+            && let Err(e) = cache.invalidate(card.id).await
+        {
+            warn!(card_id = %card.id, error = %e, "cannot drop the card's cached snapshot; it expires with its TTL");
+        }
+        Ok(())
     }
 
     /// Runs `work` holding the card's lock; releases it by compare-and-delete. If `work` is

@@ -4,14 +4,22 @@
 //! card's month counters (`domain::apply_month_total`: rollover, same-month delta, never
 //! negative), writes counters, usage record and package deduction in one store transaction,
 //! then lets `stop-resume` decide. The handler holds no rule about limits or stopping.
+//!
+//! Most polls change nothing but counters. So the handler first asks `stop-resume`'s decision
+//! table (a pure function) about the card and the packages it just charged. Only when the
+//! table asks for an action does it pay for `evaluate_and_act`, which takes the card's lock and
+//! decides again on fresh reads. A table that says "nothing" without the device's protect
+//! period also says "nothing" with it, so skipping the locked evaluation never skips an action
+//! the table would take. Every other path that can change a decision (real-name, package polls,
+//! the package jobs, operators) evaluates on its own.
 
 use crate::flow::apply_decision;
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
-use domain::store::CardStore;
+use domain::store::{CardStore, PackageStore};
 use domain::{Card, CardId, MonthUsage, PackageOwner, TaskType, apply_month_total, month_start};
 use gateway::CarrierGateway;
 use std::sync::Arc;
-use stop_resume::{StopResumeService, Trigger};
+use stop_resume::{Action, ProtectEvidence, StopResumeService, Trigger, decide};
 use tracing::{debug, warn};
 
 const TASK: TaskType = TaskType::Carddata;
@@ -21,6 +29,7 @@ pub struct PollingCarddataHandler {
     base: PollingBase,
     gateway: Arc<dyn CarrierGateway>,
     cards: Arc<dyn CardStore>,
+    packages: Arc<dyn PackageStore>,
     stop_resume: StopResumeService,
 }
 
@@ -31,14 +40,25 @@ impl PollingCarddataHandler {
         base: PollingBase,
         gateway: Arc<dyn CarrierGateway>,
         cards: Arc<dyn CardStore>,
+        packages: Arc<dyn PackageStore>,
         stop_resume: StopResumeService,
     ) -> Self {
         Self {
             base,
             gateway,
             cards,
+            packages,
             stop_resume,
         }
+    }
+
+    /// Whether the decision table, given the card and its packages as they are now, asks for
+    /// a stop, a start or a reason change (see the module doc).
+    async fn table_asks_for_action(&self, card: &Card) -> Result<bool, HandlerError> {
+        let owner = PackageOwner::covering(card.id, card.device_id);
+        let packages = self.packages.usages_of(owner).await?;
+        let preview = decide(card, &packages, ProtectEvidence::default(), self.base.now());
+        Ok(!matches!(preview.action, Action::Nothing { .. }))
     }
 
     /// The carrier's month total. A failure writes nothing: the caller reschedules the card at
@@ -104,12 +124,14 @@ impl PollingCarddataHandler {
             // At once, before the evaluation: the counters are the next poll's baseline.
             self.base.update_card_cache(&card).await;
         }
-        let decision = self
-            .stop_resume
-            .evaluate_and_act(card.id, Trigger::Carddata)
-            .await?;
-        if apply_decision(&mut card, &decision) {
-            self.base.update_card_cache(&card).await;
+        if self.table_asks_for_action(&card).await? {
+            let decision = self
+                .stop_resume
+                .evaluate_and_act(card.id, Trigger::Carddata)
+                .await?;
+            if apply_decision(&mut card, &decision) {
+                self.base.update_card_cache(&card).await;
+            }
         }
         Ok(Polled::success(card))
     }

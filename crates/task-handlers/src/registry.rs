@@ -97,6 +97,7 @@ pub fn build_registry(deps: &HandlerDeps) -> Registry {
             base.clone(),
             deps.gateway.clone(),
             deps.cards.clone(),
+            deps.packages.clone(),
             deps.stop_resume.clone(),
         )),
         Arc::new(PollingPackageHandler::new(
