@@ -4,67 +4,51 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// Whether the carrier lets the card on the network. Stored as `0`/`1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "i16", try_from = "i16")]
-pub enum NetworkStatus {
-    Stopped = 0,
-    Online = 1,
-}
-
-impl NetworkStatus {
-    pub fn is_online(self) -> bool {
-        self == NetworkStatus::Online
-    }
-}
-
-impl From<NetworkStatus> for i16 {
-    fn from(s: NetworkStatus) -> i16 {
-        s as i16
-    }
-}
-
-impl TryFrom<i16> for NetworkStatus {
-    type Error = String;
-    fn try_from(v: i16) -> Result<Self, String> {
-        match v {
-            0 => Ok(NetworkStatus::Stopped),
-            1 => Ok(NetworkStatus::Online),
-            other => Err(format!("network_status must be 0 or 1, got {other}")),
+/// A two-state status stored as the integers `0`/`1` (in the table and on the wire).
+macro_rules! zero_one_status {
+    ($(#[$doc:meta])* $name:ident { $zero:ident, $one:ident }, $column:literal, $is_one:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(into = "i16", try_from = "i16")]
+        pub enum $name {
+            $zero = 0,
+            $one = 1,
         }
-    }
-}
 
-/// Real-name (KYC) verification. Stored as `0`/`1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "i16", try_from = "i16")]
-pub enum RealNameStatus {
-    NotVerified = 0,
-    Verified = 1,
-}
-
-impl RealNameStatus {
-    pub fn is_verified(self) -> bool {
-        self == RealNameStatus::Verified
-    }
-}
-
-impl From<RealNameStatus> for i16 {
-    fn from(s: RealNameStatus) -> i16 {
-        s as i16
-    }
-}
-
-impl TryFrom<i16> for RealNameStatus {
-    type Error = String;
-    fn try_from(v: i16) -> Result<Self, String> {
-        match v {
-            0 => Ok(RealNameStatus::NotVerified),
-            1 => Ok(RealNameStatus::Verified),
-            other => Err(format!("real_name_status must be 0 or 1, got {other}")),
+        impl $name {
+            pub fn $is_one(self) -> bool {
+                self == $name::$one
+            }
         }
-    }
+
+        impl From<$name> for i16 {
+            fn from(s: $name) -> i16 {
+                s as i16
+            }
+        }
+
+        impl TryFrom<i16> for $name {
+            type Error = String;
+            fn try_from(v: i16) -> Result<Self, String> {
+                match v {
+                    0 => Ok($name::$zero),
+                    1 => Ok($name::$one),
+                    other => Err(format!(concat!($column, " must be 0 or 1, got {}"), other)),
+                }
+            }
+        }
+    };
 }
+
+zero_one_status!(
+    /// Whether the carrier lets the card on the network.
+    NetworkStatus { Stopped, Online }, "network_status", is_online
+);
+
+zero_one_status!(
+    /// Real-name (KYC) verification.
+    RealNameStatus { NotVerified, Verified }, "real_name_status", is_verified
+);
 
 /// Industry (M2M) cards are exempt from real-name verification by the carriers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
