@@ -62,7 +62,7 @@ build:
 demo *args:
     scripts/demo.sh {{args}}
 
-# The figures of issue 9 (release build; about 15 minutes on 2 cores): a table, and
+# The performance figures (release build; about 5 minutes on 2 cores): a table, and
 # target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep.
 bench *args:
     cargo run --release -p bench -- {{args}}
