@@ -20,6 +20,15 @@ use std::collections::HashMap;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// What [`CardStore::record_usage`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRecorded {
+    pub steps: Vec<DeductionStep>,
+    /// The owner's valid packages after the deduction, in deduction order; `None` when no
+    /// deduction was needed (no positive delta) and so none were read.
+    pub valid_packages: Option<Vec<PackageUsage>>,
+}
+
 /// A page request: `page` from 1, `page_size` 1..=500.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page {
@@ -108,7 +117,8 @@ pub trait CardStore: Send + Sync {
     /// One usage poll, in one transaction: the card's month counters and lifetime usage, a
     /// `tb_data_usage_record` row (when the delta is positive or the month rolled over) and the
     /// deduction of the delta from the valid packages of `owner` (RULES.md). Returns the
-    /// deduction steps taken.
+    /// deduction steps taken and, when the deduction read them, the owner's valid packages as
+    /// they are after it (so the caller can consult the decision table without reading again).
     async fn record_usage(
         &self,
         id: CardId,
@@ -116,7 +126,7 @@ pub trait CardStore: Send + Sync {
         month_total_mb: Megabytes,
         owner: PackageOwner,
         now: DateTime<Utc>,
-    ) -> StoreResult<Vec<DeductionStep>>;
+    ) -> StoreResult<UsageRecorded>;
 }
 
 /// Devices: `tb_device`.

@@ -437,7 +437,7 @@ impl CardStore for Gated {
         _: domain::Megabytes,
         _: domain::PackageOwner,
         _: chrono::DateTime<chrono::Utc>,
-    ) -> StoreResult<Vec<domain::DeductionStep>> {
+    ) -> StoreResult<domain::store::UsageRecorded> {
         unimplemented!()
     }
 }

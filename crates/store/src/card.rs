@@ -9,11 +9,11 @@ use crate::package::deduct_in;
 use crate::sql::{col, count, models, paged, stmt};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use domain::store::{CardStore, Page, Paged, StoreResult};
+use domain::store::{CardStore, Page, Paged, StoreResult, UsageRecorded};
 use domain::{
-    Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId,
-    DeductionStep, DeviceId, Megabytes, NetworkStatus, NewCard, NewCardStateLog, PackageOwner,
-    RealNameStatus, StopReason, UsageUpdate,
+    Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId, DeviceId,
+    Megabytes, NetworkStatus, NewCard, NewCardStateLog, PackageOwner, RealNameStatus, StopReason,
+    UsageUpdate,
 };
 use rust_decimal::Decimal;
 use sea_orm::sea_query::Expr;
@@ -441,7 +441,7 @@ impl CardStore for PgCardStore {
         month_total_mb: Megabytes,
         owner: PackageOwner,
         now: DateTime<Utc>,
-    ) -> StoreResult<Vec<DeductionStep>> {
+    ) -> StoreResult<UsageRecorded> {
         let c = &update.counters;
         let txn = self.db.begin().await.map_err(db_err)?;
         // The card row first: its lock serialises concurrent usage polls of the same card.
@@ -476,8 +476,11 @@ impl CardStore for PgCardStore {
             .await
             .map_err(db_err)?;
         }
-        let steps = deduct_in(&txn, owner, update.delta_mb, now).await?;
+        let (steps, valid_packages) = deduct_in(&txn, owner, update.delta_mb, now).await?;
         txn.commit().await.map_err(db_err)?;
-        Ok(steps)
+        Ok(UsageRecorded {
+            steps,
+            valid_packages,
+        })
     }
 }

@@ -198,16 +198,16 @@ pub(crate) async fn deduct_in(
     owner: PackageOwner,
     delta_real_mb: Megabytes,
     now: DateTime<Utc>,
-) -> StoreResult<Vec<DeductionStep>> {
+) -> StoreResult<(Vec<DeductionStep>, Option<Vec<PackageUsage>>)> {
     if delta_real_mb <= Decimal::ZERO {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let (sql, id) = match owner {
         PackageOwner::Card(c) => (lock_valid_sql!("iot_card_id"), c.get()),
         PackageOwner::Device(d) => (lock_valid_sql!("device_id"), d.get()),
     };
     let rows = models::<package_usage::Entity, _>(txn, stmt(sql, [id.into(), now.into()])).await?;
-    let packages: Vec<PackageUsage> = rows
+    let mut packages: Vec<PackageUsage> = rows
         .into_iter()
         .map(convert::package_usage)
         .collect::<StoreResult<_>>()?;
@@ -218,8 +218,13 @@ pub(crate) async fn deduct_in(
         txn.execute_raw(stmt(ADD_USED, [ids.into(), adds.into(), now.into()]))
             .await
             .map_err(db_err)?;
+        for step in &steps {
+            if let Some(p) = packages.iter_mut().find(|p| p.id == step.id) {
+                p.used_mb += step.add_virtual_mb;
+            }
+        }
     }
-    Ok(steps)
+    Ok((steps, Some(packages)))
 }
 
 /// Reads `(iot_card_id, device_id)` rows into owners.
@@ -331,7 +336,7 @@ impl PackageStore for PgPackageStore {
             return Ok(Vec::new());
         }
         let txn = self.db.begin().await.map_err(db_err)?;
-        let steps = deduct_in(&txn, owner, delta_real_mb, now).await?;
+        let (steps, _) = deduct_in(&txn, owner, delta_real_mb, now).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(steps)
     }

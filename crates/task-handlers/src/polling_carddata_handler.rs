@@ -16,7 +16,9 @@
 use crate::flow::apply_decision;
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
 use domain::store::{CardStore, PackageStore};
-use domain::{Card, CardId, MonthUsage, PackageOwner, TaskType, apply_month_total, month_start};
+use domain::{
+    Card, CardId, MonthUsage, PackageOwner, PackageUsage, TaskType, apply_month_total, month_start,
+};
 use gateway::CarrierGateway;
 use std::sync::Arc;
 use stop_resume::{Action, ProtectEvidence, StopResumeService, Trigger, decide};
@@ -52,11 +54,20 @@ impl PollingCarddataHandler {
         }
     }
 
-    /// Whether the decision table, given the card and its packages as they are now, asks for
-    /// a stop, a start or a reason change (see the module doc).
-    async fn table_asks_for_action(&self, card: &Card) -> Result<bool, HandlerError> {
-        let owner = PackageOwner::covering(card.id, card.device_id);
-        let packages = self.packages.usages_of(owner).await?;
+    /// Whether the decision table, given the card and its valid packages as they are now
+    /// (`None`: read them), asks for a stop, a start or a reason change (see the module doc).
+    async fn table_asks_for_action(
+        &self,
+        card: &Card,
+        valid_packages: Option<Vec<PackageUsage>>,
+    ) -> Result<bool, HandlerError> {
+        let packages = match valid_packages {
+            Some(p) => p,
+            None => {
+                let owner = PackageOwner::covering(card.id, card.device_id);
+                self.packages.usages_of(owner).await?
+            }
+        };
         let preview = decide(card, &packages, ProtectEvidence::default(), self.base.now());
         Ok(!matches!(preview.action, Action::Nothing { .. }))
     }
@@ -93,9 +104,10 @@ impl PollingCarddataHandler {
                 card.id);
             telemetry::change(TASK, "usage_correction");
         }
+        let mut valid_packages = None;
         if update.changes(&card.usage) {
             let owner = PackageOwner::covering(card.id, card.device_id);
-            let steps = self
+            let recorded = self
                 .cards
                 .record_usage(
                     card.id,
@@ -118,13 +130,14 @@ impl PollingCarddataHandler {
                 telemetry::change(TASK, "usage_rollover");
             }
             debug!(card_id = %card.id, delta_mb = %update.delta_mb, month = ?update.counters.current_month_start_date,
-                month_usage_mb = %update.counters.current_month_usage_mb, deduction_steps = steps.len(), "usage recorded");
+                month_usage_mb = %update.counters.current_month_usage_mb, deduction_steps = recorded.steps.len(), "usage recorded");
             card.data_usage_mb += update.delta_mb;
             card.usage = update.counters;
             // At once, before the evaluation: the counters are the next poll's baseline.
             self.base.update_card_cache(&card).await;
+            valid_packages = recorded.valid_packages;
         }
-        if self.table_asks_for_action(&card).await? {
+        if self.table_asks_for_action(&card, valid_packages).await? {
             let decision = self
                 .stop_resume
                 .evaluate_and_act(card.id, Trigger::Carddata)

@@ -260,10 +260,31 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         },
     );
     assert!(update.rolled_over);
-    let steps = s
+    let recorded = s
         .cards
         .record_usage(card.id, &update, dec!(500), owner, now)
         .await?;
+    // The valid packages come back as they are after the deduction.
+    let after: Vec<_> = recorded
+        .valid_packages
+        .clone()
+        .expect("read for the deduction")
+        .into_iter()
+        .map(|p| (p.id, p.used_mb))
+        .collect();
+    let stored: Vec<_> = s
+        .packages
+        .usages_of(owner)
+        .await?
+        .into_iter()
+        .filter(|p| p.is_valid_at(now))
+        .map(|p| (p.id, p.used_mb))
+        .collect();
+    assert_eq!(after.len(), stored.len());
+    for pair in &after {
+        assert!(stored.contains(pair), "{pair:?} as stored");
+    }
+    let steps = recorded.steps;
     assert_eq!(steps.len(), 2);
     assert_eq!(steps[0].id, first.id);
     assert_eq!(steps[0].real_mb, dec!(10));
@@ -304,7 +325,8 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     let steps = s
         .cards
         .record_usage(card.id, &next, dec!(530), owner, now)
-        .await?;
+        .await?
+        .steps;
     assert_eq!(steps.len(), 1);
     assert_eq!(
         (steps[0].id, steps[0].real_mb, steps[0].add_virtual_mb),
@@ -327,6 +349,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         s.cards
             .record_usage(card.id, &same, dec!(530), owner, now)
             .await?
+            .steps
             .is_empty()
     );
     assert_eq!(
