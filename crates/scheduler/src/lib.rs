@@ -13,6 +13,7 @@
 mod dispatch;
 mod periodic;
 mod pools;
+mod shards;
 
 pub use dispatch::{Scheduler, SchedulerSettings, ShutdownReport};
 pub use periodic::{BoxError, PeriodicJob};
