@@ -22,6 +22,7 @@ mod alert;
 mod api_key;
 mod bulk;
 mod card;
+mod card_sql;
 mod cleanup;
 mod config;
 mod convert;
