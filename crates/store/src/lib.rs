@@ -31,6 +31,7 @@ pub mod entity;
 mod error;
 mod manual_trigger;
 mod package;
+mod package_sql;
 mod sql;
 
 pub use alert::PgAlertStore;

@@ -1,0 +1,150 @@
+//! Unit tests of the HTTP client (the simulator-backed ones live in `tests/`).
+
+use super::*;
+use crate::sim::{SimCardSpec, SimOptions, SimServer};
+use domain::RateLimitError;
+
+// `domain` builds `MockRateLimiter` but does not export it; the same mock, here.
+mockall::mock! {
+    RateLimiter {}
+    #[async_trait]
+    impl RateLimiter for RateLimiter {
+        async fn reserve(&self, bucket: &str, per_second: u32, max_wait: Duration)
+            -> Result<Option<Duration>, RateLimitError>;
+    }
+}
+
+async fn sim_and_client(limiter: MockRateLimiter) -> (crate::sim::SimHandle, HttpGateway) {
+    let sim = SimServer::start(SimOptions::default()).await.unwrap();
+    sim.state()
+        .upsert_cards(vec![SimCardSpec::new("1")])
+        .unwrap();
+    let config = GatewayConfig {
+        rate_limit_per_sec: 10,
+        rate_limit_bucket: "carrier-x".into(),
+        max_rate_wait: Duration::from_millis(500),
+        ..GatewayConfig::new(sim.url())
+    };
+    let gw = HttpGateway::new(config, Some(Arc::new(limiter))).unwrap();
+    (sim, gw)
+}
+
+#[tokio::test]
+async fn no_slot_means_throttled_without_a_request() {
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_reserve()
+        .withf(|bucket, rate, wait| {
+            bucket == "carrier-x" && *rate == 10 && *wait == Duration::from_millis(500)
+        })
+        .times(4) // one query, three tries of the command
+        .returning(|_, _, _| Ok(None));
+    let (sim, gw) = sim_and_client(limiter).await;
+    assert_eq!(
+        gw.usage("1").await,
+        Err(GatewayError::Throttled { retry_after: None })
+    );
+    // A command retries a refused slot like any throttling, then gives up.
+    assert_eq!(
+        gw.stop("1").await,
+        Err(GatewayError::Throttled { retry_after: None })
+    );
+    assert_eq!(sim.state().stats().requests, 0);
+}
+
+#[tokio::test]
+async fn a_reserved_slot_is_waited_for() {
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_reserve()
+        .times(1)
+        .returning(|_, _, _| Ok(Some(Duration::from_millis(200))));
+    let (sim, gw) = sim_and_client(limiter).await;
+    let started = Instant::now();
+    assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(sim.state().stats().requests, 1);
+}
+
+#[tokio::test]
+async fn an_unavailable_limiter_fails_open() {
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_reserve()
+        .times(1)
+        .returning(|_, _, _| Err(RateLimitError("redis down".into())));
+    let (sim, gw) = sim_and_client(limiter).await;
+    assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+    assert_eq!(sim.state().stats().requests, 1);
+}
+
+#[tokio::test]
+async fn a_zero_rate_skips_the_limiter() {
+    let limiter = MockRateLimiter::new(); // any call would panic
+    let (sim, gw) = sim_and_client(limiter).await;
+    let gw = HttpGateway {
+        config: Arc::new(GatewayConfig {
+            rate_limit_per_sec: 0,
+            ..gw.config().clone()
+        }),
+        ..gw
+    };
+    assert_eq!(gw.start("1").await, Ok(NetworkStatus::Online));
+    drop(sim);
+}
+
+#[tokio::test]
+async fn a_mismatched_or_malformed_answer_is_a_decode_error() {
+    use axum::{Json, Router, routing::post};
+    let app = Router::new()
+        .route(
+            "/v1/cards/realname",
+            post(|| async { Json(serde_json::json!({"iccid": "other", "real_name_status": 1})) }),
+        )
+        .route(
+            "/v1/cards/usage",
+            post(|| async {
+                Json(serde_json::json!({"iccid": "1", "month": "April", "month_total_mb": 1}))
+            }),
+        )
+        .route("/v1/cards/packages", post(|| async { "not json" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let gw = HttpGateway::new(GatewayConfig::new(format!("http://{addr}/")), None).unwrap();
+    assert!(matches!(
+        gw.realname("1").await,
+        Err(GatewayError::Decode(_))
+    ));
+    assert!(matches!(gw.usage("1").await, Err(GatewayError::Decode(_))));
+    assert!(matches!(
+        gw.packages("1").await,
+        Err(GatewayError::Decode(_))
+    ));
+    // Nothing listens on /v1/cards/stop: axum's 404 is the carrier not knowing the card.
+    assert_eq!(gw.stop("1").await, Err(GatewayError::NotFound));
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_transport_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let gw = HttpGateway::new(GatewayConfig::new(format!("http://{addr}")), None).unwrap();
+    let err = gw.usage("1").await.unwrap_err();
+    assert!(matches!(err, GatewayError::Transport(_)), "{err:?}");
+    assert!(err.is_retryable());
+}
+
+#[test]
+fn backoff_grows_and_is_capped() {
+    let p = RetryPolicy::default();
+    for _ in 0..50 {
+        let first = p.backoff(1);
+        assert!(first >= Duration::from_millis(100) && first <= Duration::from_millis(200));
+        let second = p.backoff(2);
+        assert!(second >= Duration::from_millis(200) && second <= Duration::from_millis(400));
+        let far = p.backoff(40);
+        assert!(far >= Duration::from_secs(1) && far <= Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,193 @@
+//! The hand-written statements of the package store.
+
+use domain::PackageOwner;
+
+/// One statement in its two forms: for a card owner and for a device owner (the owner column
+/// differs, nothing else).
+pub(crate) struct OwnerSql {
+    card: &'static str,
+    device: &'static str,
+}
+
+impl OwnerSql {
+    /// The form for `owner` and the owner's id (the statement's `$1`).
+    pub(crate) fn pick(&self, owner: PackageOwner) -> (&'static str, i64) {
+        match owner {
+            PackageOwner::Card(c) => (self.card, c.get()),
+            PackageOwner::Device(d) => (self.device, d.get()),
+        }
+    }
+}
+
+/// The same statement for a card owner and a device owner: the column differs, nothing else.
+/// Built with `concat!` so both texts are static.
+macro_rules! lock_valid_sql {
+    ($owner:literal) => {
+        concat!(
+            "SELECT * FROM tb_package_usage WHERE ",
+            $owner,
+            " = $1 AND status = 'active' \
+             AND (activated_at IS NULL OR activated_at <= $2) \
+             AND (expires_at IS NULL OR expires_at > $2) \
+             ORDER BY expires_at NULLS LAST, id FOR UPDATE"
+        )
+    };
+}
+
+/// Duration of a package activated now: the product's `duration_days`, else the span the row
+/// already carries (`expires_at - activated_at`), else 30 days (a package without a product
+/// and without a window, e.g. one reported by the carrier). Used by both activation paths.
+macro_rules! activation_set_sql {
+    ($now:literal) => {
+        concat!(
+            "status = 'active', activated_at = ",
+            $now,
+            ", expires_at = ",
+            $now,
+            " + COALESCE((SELECT make_interval(days => pk.duration_days) FROM tb_package pk \
+                          WHERE pk.id = u.package_id), \
+                         u.expires_at - u.activated_at, interval '30 days'), \
+             next_reset_at = CASE WHEN u.reset_cycle = 'monthly' \
+                                  THEN COALESCE(u.next_reset_at, ",
+            $now,
+            " + interval '1 month') \
+                                  ELSE u.next_reset_at END, \
+             updated_at = ",
+            $now
+        )
+    };
+}
+
+macro_rules! activate_on_realname_sql {
+    ($owner:literal) => {
+        concat!(
+            "UPDATE tb_package_usage u SET ",
+            activation_set_sql!("$2"),
+            " WHERE u.",
+            $owner,
+            " = $1 AND u.status = 'pending' AND u.activate_on_realname"
+        )
+    };
+}
+
+/// Writes the carrier's packages of one owner. Rows whose carrier view did not change are not
+/// rewritten (no dead tuple, no WAL), so the count is "inserted or changed".
+macro_rules! upsert_carrier_sql {
+    ($owner:literal) => {
+        concat!(
+            "INSERT INTO tb_package_usage (",
+            $owner,
+            ", external_id, status, used_mb, data_limit_mb, activated_at, expires_at) \
+             SELECT $1::bigint, t.external_id, t.status, t.used_mb, \
+                    CASE WHEN t.has_limit THEN t.limit_mb END, \
+                    CASE WHEN t.has_activated THEN t.activated_at END, \
+                    CASE WHEN t.has_expires THEN t.expires_at END \
+             FROM UNNEST($2::varchar[], $3::varchar[], $4::numeric[], $5::numeric[], $6::bool[], \
+                         $7::timestamptz[], $8::bool[], $9::timestamptz[], $10::bool[]) \
+                  AS t(external_id, status, used_mb, limit_mb, has_limit, activated_at, \
+                       has_activated, expires_at, has_expires) \
+             ON CONFLICT (",
+            $owner,
+            ", external_id) WHERE ",
+            $owner,
+            " IS NOT NULL AND external_id IS NOT NULL \
+             DO UPDATE SET status = EXCLUDED.status, used_mb = EXCLUDED.used_mb, \
+                 data_limit_mb = EXCLUDED.data_limit_mb, activated_at = EXCLUDED.activated_at, \
+                 expires_at = EXCLUDED.expires_at, updated_at = now() \
+             WHERE (tb_package_usage.status, tb_package_usage.used_mb, \
+                    tb_package_usage.data_limit_mb, tb_package_usage.activated_at, \
+                    tb_package_usage.expires_at) \
+                   IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.used_mb, EXCLUDED.data_limit_mb, \
+                                     EXCLUDED.activated_at, EXCLUDED.expires_at)"
+        )
+    };
+}
+
+pub(crate) const ADD_USED: &str = r#"
+UPDATE tb_package_usage p SET used_mb = p.used_mb + v.add_mb, updated_at = $3
+FROM UNNEST($1::bigint[], $2::numeric[]) AS v(id, add_mb)
+WHERE p.id = v.id
+"#;
+
+/// Expiry then activation, one statement (so one transaction and one snapshot). The snapshot
+/// still shows the rows `expired` just changed as active, but with `expires_at <= now`, so they
+/// do not count as valid in `orphans`. Only owners touched by this expiry are considered for
+/// activation ("left without a valid package"). The activation re-checks `status = 'pending'`
+/// so a package activated concurrently (first real-name) is not activated twice.
+pub(crate) const EXPIRE_AND_ACTIVATE: &str = concat!(
+    r#"
+WITH expired AS (
+    UPDATE tb_package_usage
+    SET status = 'expired', updated_at = $1
+    WHERE status = 'active' AND expires_at <= $1
+    RETURNING iot_card_id, device_id
+),
+owners AS (
+    SELECT DISTINCT iot_card_id, device_id FROM expired
+),
+orphans AS (
+    SELECT o.iot_card_id, o.device_id FROM owners o
+    WHERE NOT EXISTS (
+        SELECT 1 FROM tb_package_usage v
+        WHERE (v.iot_card_id = o.iot_card_id OR v.device_id = o.device_id)
+          AND v.status = 'active'
+          AND (v.activated_at IS NULL OR v.activated_at <= $1)
+          AND (v.expires_at IS NULL OR v.expires_at > $1)
+    )
+),
+next AS (
+    SELECT n.id FROM orphans o
+    CROSS JOIN LATERAL (
+        SELECT p.id FROM tb_package_usage p
+        WHERE (p.iot_card_id = o.iot_card_id OR p.device_id = o.device_id)
+          AND p.status = 'pending' AND NOT p.activate_on_realname
+        ORDER BY p.created_at, p.id
+        LIMIT 1
+    ) n
+),
+activated AS (
+    UPDATE tb_package_usage u SET "#,
+    activation_set_sql!("$1"),
+    r#"
+    FROM next WHERE u.id = next.id AND u.status = 'pending'
+    RETURNING u.iot_card_id, u.device_id
+)
+SELECT iot_card_id, device_id FROM owners
+UNION
+SELECT iot_card_id, device_id FROM activated
+"#
+);
+
+/// Monthly reset. `next_reset_at` moves by whole months from its own value (so a reset
+/// anchored on the 31st stays on month ends) to the first boundary after `now`: normally one
+/// month; after downtime, as many as needed, so a backlog does not reset the same package
+/// again at every run.
+pub(crate) const RESET_MONTHLY: &str = r#"
+WITH reset AS (
+    UPDATE tb_package_usage u
+    SET used_mb = 0,
+        next_reset_at = u.next_reset_at + make_interval(months => COALESCE((
+            SELECT k FROM generate_series(1, 1200) AS k
+            WHERE u.next_reset_at + make_interval(months => k) > $1
+            ORDER BY k LIMIT 1), 1)),
+        updated_at = $1
+    WHERE u.reset_cycle = 'monthly' AND u.status = 'active' AND u.next_reset_at <= $1
+    RETURNING u.iot_card_id, u.device_id
+)
+SELECT DISTINCT iot_card_id, device_id FROM reset
+"#;
+
+pub(crate) const LOCK_VALID: OwnerSql = OwnerSql {
+    card: lock_valid_sql!("iot_card_id"),
+    device: lock_valid_sql!("device_id"),
+};
+
+pub(crate) const UPSERT_CARRIER: OwnerSql = OwnerSql {
+    card: upsert_carrier_sql!("iot_card_id"),
+    device: upsert_carrier_sql!("device_id"),
+};
+
+pub(crate) const ACTIVATE_ON_REALNAME: OwnerSql = OwnerSql {
+    card: activate_on_realname_sql!("iot_card_id"),
+    device: activate_on_realname_sql!("device_id"),
+};
