@@ -1,0 +1,11 @@
+//! The services behind the admin API, usable by both binaries (the worker runs some of them
+//! as periodic jobs). Composed from the store traits of `domain`, `polling-queue`,
+//! `polling-config`, `lifecycle` and `stop-resume`.
+//!
+//! This crate holds no HTTP types (no axum, no status codes): `cmp-api` routes, authenticates
+//! and maps [`AdminError`]s to answers. It reaches PostgreSQL only through the store traits and
+//! never depends on the scheduler or the task handlers.
+
+mod error;
+
+pub use error::AdminError;
