@@ -103,6 +103,13 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
         timing: Default::default(),
     });
     let gateway: Arc<dyn gateway::CarrierGateway> = timed.clone();
+    let lifecycle = lifecycle::PollingLifecycleService::new(
+        stores.cards.clone(),
+        stores.devices.clone(),
+        queue.clone(),
+        configs.clone(),
+        clock.clone(),
+    );
     let stop_resume = StopResumeService::new(
         stores.cards.clone(),
         stores.packages.clone(),
@@ -115,13 +122,14 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
             ..StopResumeSettings::default()
         },
     )
-    .with_card_cache(CardCache::new(redis.clone(), keys.clone()));
+    .with_lifecycle(lifecycle.clone());
     let default_max = settings
         .pools
         .0
         .map(|n| u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(8));
     let deps = HandlerDeps {
         cards: stores.cards.clone(),
+        devices: stores.devices.clone(),
         packages: stores.packages.clone(),
         gateway,
         stop_resume,
@@ -139,6 +147,7 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
         cache: CardCache::new(redis.clone(), keys.clone()),
         protect: ProtectKeys::new(redis.clone(), keys.clone()),
         counters: TaskCounters::new(redis.clone(), keys.clone(), clock.clone()),
+        lifecycle,
         clock: clock.clone(),
         settings: HandlerSettings::default(),
     };

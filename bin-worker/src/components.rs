@@ -3,7 +3,9 @@
 use anyhow::Context;
 use domain::{Clock, SystemClock, TaskType};
 use gateway::{GatewayConfig, HttpGateway};
-use lifecycle::{CardInitializer, InitSettings};
+use lifecycle::{
+    CardInitializer, InitSettings, PollingLifecycleService, QueueReconciler, ReconcileSettings,
+};
 use polling_config::PollingConfigManager;
 use polling_queue::{
     CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
@@ -98,14 +100,30 @@ impl Components {
             ProtectKeys::new(self.redis.clone(), self.keys.clone()),
             CardLock::new(self.redis.clone(), self.keys.clone()),
             self.clock.clone(),
-            StopResumeSettings {
-                // Three tries of the gateway with back-off must fit in the lock.
-                lock_ttl: (self.settings.gateway_timeout * 4)
-                    .max(std::time::Duration::from_secs(30)),
-                ..StopResumeSettings::default()
-            },
+            StopResumeSettings::default(),
         )
-        .with_card_cache(self.cache())
+        .with_lifecycle(self.lifecycle())
+    }
+
+    pub(crate) fn lifecycle(&self) -> PollingLifecycleService {
+        PollingLifecycleService::new(
+            self.stores.cards.clone(),
+            self.stores.devices.clone(),
+            self.queue.clone(),
+            self.configs.clone(),
+            self.clock.clone(),
+        )
+    }
+
+    pub(crate) fn reconciler(&self) -> QueueReconciler {
+        QueueReconciler::new(
+            self.stores.cards.clone(),
+            self.queue.clone(),
+            self.configs.clone(),
+            self.leases.clone(),
+            self.clock.clone(),
+            ReconcileSettings::default(),
+        )
     }
 
     pub(crate) fn semaphore(&self) -> ConcurrencySemaphore {

@@ -34,11 +34,16 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         ),
         shutdown.clone(),
     ));
-    let init = tokio::spawn(initialize_if_needed(c.initializer.clone()));
+    let init = tokio::spawn(initialize_then_follow_configs(
+        c.initializer.clone(),
+        c.reconciler(),
+        shutdown.clone(),
+    ));
 
     let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(c.gateway()?);
     let deps = HandlerDeps {
         cards: c.stores.cards.clone(),
+        devices: c.stores.devices.clone(),
         packages: c.stores.packages.clone(),
         gateway: gateway.clone(),
         stop_resume: c.stop_resume(gateway),
@@ -48,6 +53,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         cache: c.cache(),
         protect: c.protect_keys(),
         counters: c.counters(),
+        lifecycle: c.lifecycle(),
         clock: c.clock.clone(),
         settings: HandlerSettings {
             retry_interval: c.settings.retry_interval,
@@ -70,6 +76,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
             backlog_every: Duration::from_secs(10),
         },
     )
+    .with_semaphore(deps.semaphore.clone())
     .with_job(Box::new(ActivationCheck(jobs.clone())))
     .with_job(Box::new(DataReset(jobs)));
 
@@ -84,6 +91,25 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         "worker stopped"
     );
     Ok(())
+}
+
+/// The initializer when needed, then — once the queues are initialised, here or on another
+/// node — the queue reconciliation after every change of the polling configs.
+async fn initialize_then_follow_configs(
+    initializer: lifecycle::CardInitializer,
+    reconciler: lifecycle::QueueReconciler,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    initialize_if_needed(initializer.clone()).await;
+    // Aligning cards the initializer has not reached yet would make them all due at once
+    // instead of spread over their interval.
+    while !matches!(initializer.needs_run().await, Ok(false)) {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
+    reconciler.follow_config_changes(shutdown).await;
 }
 
 /// Runs the initializer at start when it never completed; another node holding its lease is

@@ -192,6 +192,38 @@ impl Card {
     pub fn polling_allowed(&self, device_enable_polling: Option<bool>) -> bool {
         self.deleted_at.is_none() && self.enable_polling && device_enable_polling.unwrap_or(true)
     }
+
+    /// The card's identity, with the polling switch of its device (`None`: standalone, or the
+    /// device row is gone).
+    pub fn identity(&self, device_enable_polling: Option<bool>) -> CardIdentity {
+        CardIdentity {
+            id: self.id,
+            iccid: self.iccid.clone(),
+            carrier_id: self.carrier_id,
+            card_category: self.card_category,
+            device_id: self.device_id,
+            polling_enabled: self.polling_allowed(device_enable_polling),
+        }
+    }
+}
+
+/// The facts of a card that change only through lifecycle events — import, binding and
+/// unbinding, the polling switch of the card or of its device, deletion — each of which drops
+/// the cached copy. This is all the card cache (`polling:card:{id}`) may hold. Usage counters,
+/// real-name and network status change through polling itself, several polls of one card at
+/// once: a cached copy of them is stale the moment another poll writes, and a stale usage
+/// baseline once counted the same megabytes twice. Handlers take those facts from the row
+/// their own write returns, or read them fresh under the card's lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardIdentity {
+    pub id: CardId,
+    pub iccid: String,
+    pub carrier_id: CarrierId,
+    pub card_category: CardCategory,
+    /// `None`: a standalone card.
+    pub device_id: Option<DeviceId>,
+    /// The card's own switch and its device's, both on.
+    pub polling_enabled: bool,
 }
 
 /// The slice of a card that `match_config` reads; what the initializer streams.

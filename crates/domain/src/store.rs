@@ -9,7 +9,7 @@ use crate::{
     AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole, Card,
     CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, CleanupConfig,
     CleanupConfigId, CleanupConfigInput, CleanupLog, DeductionStep, Device, DeviceId,
-    ManualTriggerLog, Megabytes, NewCard, NewCardStateLog, NewDevice, NewPackage, NewPackageUsage,
+    ManualTriggerLog, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice, NewPackage, NewPackageUsage,
     Package, PackageId, PackageOwner, PackageUsage, PollingConfig, PollingConfigId,
     PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
 };
@@ -23,10 +23,24 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// What [`CardStore::record_usage`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UsageRecorded {
+    /// The month arithmetic applied, computed from the database row's baseline while the row
+    /// was locked (never from a caller's copy). `None`: the report changed nothing.
+    pub update: Option<UsageUpdate>,
+    /// The card as it is after the write.
+    pub card: Card,
     pub steps: Vec<DeductionStep>,
     /// The owner's valid packages after the deduction, in deduction order; `None` when no
     /// deduction was needed (no positive delta) and so none were read.
     pub valid_packages: Option<Vec<PackageUsage>>,
+}
+
+/// What [`CardStore::set_real_name`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RealNameWrite {
+    /// The status differed and was written.
+    pub changed: bool,
+    /// The card after the write.
+    pub card: Card,
 }
 
 /// A page request: `page` from 1, `page_size` 1..=500.
@@ -100,8 +114,13 @@ pub trait CardStore: Send + Sync {
     async fn count(&self) -> StoreResult<u64>;
     async fn count_polling_enabled(&self) -> StoreResult<u64>;
 
-    /// Writes the real-name status; returns whether it changed.
-    async fn set_real_name(&self, id: CardId, status: RealNameStatus) -> StoreResult<bool>;
+    /// Writes the real-name status if it differs (compare-and-set in the statement); returns
+    /// whether it changed and the card as it is after the write. `None`: no live card.
+    async fn set_real_name(
+        &self,
+        id: CardId,
+        status: RealNameStatus,
+    ) -> StoreResult<Option<RealNameWrite>>;
     async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card>;
     async fn set_status(&self, id: CardId, status: i16) -> StoreResult<Card>;
     /// Binds the card to a device, or unbinds it (`None`).
@@ -114,19 +133,22 @@ pub trait CardStore: Send + Sync {
     async fn record_state_change(&self, entry: &NewCardStateLog) -> StoreResult<()>;
     async fn state_log(&self, id: CardId, page: Page) -> StoreResult<Paged<CardStateLog>>;
 
-    /// One usage poll, in one transaction: the card's month counters and lifetime usage, a
-    /// `tb_data_usage_record` row (when the delta is positive or the month rolled over) and the
-    /// deduction of the delta from the valid packages of `owner` (RULES.md). Returns the
-    /// deduction steps taken and, when the deduction read them, the owner's valid packages as
-    /// they are after it (so the caller can consult the decision table without reading again).
+    /// One usage poll, in one transaction. The card row is locked first and the carrier's
+    /// report is applied to *its* counters (`apply_month_total`): the baseline is the
+    /// database's at write time, so polls of the same card that overlap, however slow their
+    /// carrier calls, each count only what the previous one did not. Then the month counters
+    /// and lifetime usage, a `tb_data_usage_record` row (when the delta is positive or the
+    /// month rolled over) and the deduction of the delta from the valid packages covering the
+    /// card as the locked row binds it (RULES.md). Returns what was applied, the card after
+    /// the write, the deduction steps and, when the deduction read them, the owner's valid
+    /// packages after it (so the caller can consult the decision table without reading
+    /// again). `None`: no live card.
     async fn record_usage(
         &self,
         id: CardId,
-        update: &UsageUpdate,
-        month_total_mb: Megabytes,
-        owner: PackageOwner,
+        reported: &MonthUsage,
         now: DateTime<Utc>,
-    ) -> StoreResult<UsageRecorded>;
+    ) -> StoreResult<Option<UsageRecorded>>;
 }
 
 /// Devices: `tb_device`.

@@ -23,7 +23,7 @@ pub enum LifecycleError {
     #[error("the initializer is already running on another node (lease `{job}` is held)")]
     LeaseHeld { job: String },
     /// The lease expired or was taken over while running; the run stopped.
-    #[error("the initializer lost its lease `{job}` and stopped")]
+    #[error("the job lost its lease `{job}` and stopped")]
     LeaseLost { job: String },
     /// The initializer already completed; run it in repair mode to re-check the queues.
     #[error("the initializer already completed; use repair mode to run it again")]
@@ -31,6 +31,9 @@ pub enum LifecycleError {
     /// `polling:init:progress` holds a value this crate does not write.
     #[error("unexpected value in polling:init:progress: {field} = `{value}`")]
     CorruptProgress { field: String, value: String },
+    /// The run stopped because the process is shutting down.
+    #[error("interrupted by shutdown")]
+    Interrupted,
     /// A writer or reader task of the initializer panicked or was cancelled.
     #[error("initializer task failed: {0}")]
     Task(String),

@@ -14,11 +14,14 @@
 //! [`Keys`]: polling_queue::Keys
 
 mod error;
+mod facts;
 mod initializer;
+mod reconcile;
 mod service;
 
 pub use error::LifecycleError;
 pub use initializer::{
     CardInitializer, InitMode, InitProgress, InitReport, InitSettings, InitStatus, first_score,
 };
+pub use reconcile::{QueueReconciler, RECONCILE_JOB, ReconcileReport, ReconcileSettings};
 pub use service::{Outcome, PollingLifecycleService};

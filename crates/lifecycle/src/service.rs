@@ -41,11 +41,11 @@ impl Outcome {
 /// scheduler. Cheap to clone.
 #[derive(Clone)]
 pub struct PollingLifecycleService {
-    cards: Arc<dyn CardStore>,
-    devices: Arc<dyn DeviceStore>,
-    queue: PollingQueueManager,
-    configs: PollingConfigManager,
-    clock: Arc<dyn Clock>,
+    pub(crate) cards: Arc<dyn CardStore>,
+    pub(crate) devices: Arc<dyn DeviceStore>,
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) configs: PollingConfigManager,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for PollingLifecycleService {
@@ -190,26 +190,26 @@ impl PollingLifecycleService {
     }
 }
 
-/// The card's flag, then its device's (a device row that is gone does not block: the card is
-/// unbound with it). Logs why a card is skipped.
+/// [`Card::polling_allowed`] with the device flags read for the batch (a device row that is
+/// gone does not block: the card is unbound with it). Logs why a card is skipped.
 fn allowed(card: &Card, device_flags: &HashMap<DeviceId, bool>) -> bool {
+    let device_flag = card.device_id.and_then(|d| device_flags.get(&d).copied());
+    if card.polling_allowed(device_flag) {
+        return true;
+    }
     let card_id = card.id.get();
-    if !card.enable_polling {
-        tracing::debug!(card_id, "卡轮询已禁用，跳过入队: cardID={card_id}");
-        return false;
+    match card.device_id {
+        Some(device) if card.enable_polling => {
+            let device_id = device.get();
+            tracing::debug!(
+                device_id,
+                card_id,
+                "设备轮询已禁用，跳过重新入队: deviceID={device_id}, cardID={card_id}"
+            );
+        }
+        _ => tracing::debug!(card_id, "卡轮询已禁用，跳过入队: cardID={card_id}"),
     }
-    if let Some(device) = card.device_id
-        && device_flags.get(&device) == Some(&false)
-    {
-        let device_id = device.get();
-        tracing::debug!(
-            device_id,
-            card_id,
-            "设备轮询已禁用，跳过重新入队: deviceID={device_id}, cardID={card_id}"
-        );
-        return false;
-    }
-    true
+    false
 }
 
 /// Adds the card to each type its matched config schedules; `false` when nothing matches.

@@ -405,8 +405,12 @@ impl CardStore for Gated {
     async fn count(&self) -> StoreResult<u64> {
         unimplemented!()
     }
-    async fn set_real_name(&self, _: CardId, _: RealNameStatus) -> StoreResult<bool> {
-        unimplemented!()
+    async fn set_real_name(
+        &self,
+        id: CardId,
+        status: RealNameStatus,
+    ) -> StoreResult<Option<domain::store::RealNameWrite>> {
+        self.inner.set_real_name(id, status).await
     }
     async fn set_enable_polling(&self, _: CardId, _: bool) -> StoreResult<domain::Card> {
         unimplemented!()
@@ -432,12 +436,10 @@ impl CardStore for Gated {
     }
     async fn record_usage(
         &self,
-        _: CardId,
-        _: &domain::UsageUpdate,
-        _: domain::Megabytes,
-        _: domain::PackageOwner,
-        _: chrono::DateTime<chrono::Utc>,
-    ) -> StoreResult<domain::store::UsageRecorded> {
-        unimplemented!()
+        id: CardId,
+        reported: &domain::MonthUsage,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<Option<domain::store::UsageRecorded>> {
+        self.inner.record_usage(id, reported, now).await
     }
 }

@@ -118,7 +118,7 @@ async fn api_process_deletes_without_a_scheduler_and_twice_is_harmless() -> anyh
         .get(CardId(1000))
         .await?
         .ok_or_else(|| anyhow::anyhow!("card"))?;
-    cache.set(&card).await?;
+    cache.set(&card.identity(None)).await?;
     // Both processes react to the same deletion at once: idempotent, no error.
     let worker = w.lifecycle();
     let (a, b) = tokio::join!(
@@ -178,7 +178,7 @@ async fn created_card_gets_each_scheduled_type_at_now_and_status_change_rematche
     // on polling the old state for up to the cache TTL.
     let cache = CardCache::new(w.pool.clone(), w.keys.clone());
     let snapshot = w.stores.cards.get(id).await?.expect("card");
-    cache.set(&snapshot).await?;
+    cache.set(&snapshot.identity(None)).await?;
     w.sql(&format!(
         "UPDATE tb_iot_card SET network_status = 0 WHERE id = {id}"
     ))

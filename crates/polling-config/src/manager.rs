@@ -28,6 +28,9 @@ pub(crate) struct Inner {
     pub(crate) keys: Keys,
     /// Replaced whole on refresh; readers clone the `Arc` inside and never wait on I/O.
     current: RwLock<ConfigSnapshot>,
+    /// The fingerprint of `current`, announced to whoever reacts to a change of the configs in
+    /// force (the worker's queue reconciliation).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for PollingConfigManager {
@@ -47,6 +50,7 @@ impl PollingConfigManager {
                 pool,
                 keys,
                 current: RwLock::new(ConfigSnapshot::default()),
+                changes: tokio::sync::watch::Sender::new(ConfigSnapshot::default().fingerprint()),
             }),
         }
     }
@@ -86,12 +90,25 @@ impl PollingConfigManager {
     fn install(&self, configs: Vec<PollingConfig>) -> usize {
         let snapshot = ConfigSnapshot::new(configs);
         let n = snapshot.configs().len();
+        let fingerprint = snapshot.fingerprint();
         *self
             .inner
             .current
             .write()
             .unwrap_or_else(|p| p.into_inner()) = snapshot;
+        self.inner.changes.send_if_modified(|current| {
+            let changed = *current != fingerprint;
+            *current = fingerprint;
+            changed
+        });
         n
+    }
+
+    /// Announces every change of the enabled configs in force (their fingerprint) after a
+    /// refresh, whatever caused it: a `polling:configs:changed` message, the periodic
+    /// refresh, or a local [`refresh`](Self::refresh).
+    pub fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 
     /// Replaces the hash atomically (MULTI): deleted configs disappear, the TTL restarts.

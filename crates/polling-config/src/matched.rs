@@ -68,6 +68,28 @@ impl ConfigSnapshot {
         domain::first_match(&self.ordered, card).map(MatchedConfig::of)
     }
 
+    /// A digest of the enabled configs (FNV-1a over their JSON, in matching order): equal on
+    /// every process that loaded the same set, so a queue reconciliation can tell whether it
+    /// already ran for the configs in force.
+    pub fn fingerprint(&self) -> u64 {
+        let json = serde_json::to_vec(&*self.ordered).unwrap_or_default();
+        json.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    /// The task types the matched config of `card` schedules, by [`TaskType::index`]; all
+    /// `false` when no config matches.
+    pub fn scheduled_types(&self, card: &CardMatchFields) -> [bool; 4] {
+        let mut wanted = [false; 4];
+        if let Some(matched) = self.match_config(card) {
+            for (task, _) in matched.scheduled() {
+                wanted[task.index()] = true;
+            }
+        }
+        wanted
+    }
+
     /// The enabled configs in matching order.
     pub fn configs(&self) -> &[PollingConfig] {
         &self.ordered

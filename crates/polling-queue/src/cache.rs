@@ -1,12 +1,16 @@
-//! The card snapshot cache at `polling:card:{id}`: JSON, TTL 300 s, refreshed on every hit.
+//! The card cache at `polling:card:{id}`: JSON, TTL 300 s, refreshed on every hit.
+//!
+//! It holds a [`CardIdentity`] only — the facts that change through lifecycle events, which
+//! drop the entry — never counters, real-name or network state (see [`CardIdentity`]).
 
 use crate::{Keys, QueueError, RedisKey};
-use domain::{Card, CardId};
+use domain::{CardId, CardIdentity};
 use fred::prelude::*;
 use fred::types::{CustomCommand, Expiration};
 use std::time::Duration;
 
-/// Card snapshots in Redis, so a poll does not read PostgreSQL for every card.
+/// Card identities in Redis, so a poll does not read PostgreSQL to learn which card to ask
+/// the carrier about.
 #[derive(Debug, Clone)]
 pub struct CardCache {
     pool: Pool,
@@ -30,9 +34,9 @@ impl CardCache {
         self.ttl.as_secs().max(1) as i64
     }
 
-    /// The cached card, its TTL restarted (GETEX EX). A snapshot that no longer decodes is
-    /// dropped and reported as a miss.
-    pub async fn get(&self, card: CardId) -> Result<Option<Card>, QueueError> {
+    /// The cached identity, its TTL restarted (GETEX EX). An entry that no longer decodes (e.g.
+    /// a whole card snapshot written by an older version) is dropped and reported as a miss.
+    pub async fn get(&self, card: CardId) -> Result<Option<CardIdentity>, QueueError> {
         let key = self.keys.render(&RedisKey::Card { card });
         let cmd = CustomCommand::new_static("GETEX", fred::types::ClusterHash::FirstKey, false);
         let raw: Option<String> = self
@@ -54,7 +58,7 @@ impl CardCache {
     }
 
     /// Stores `card` for the TTL.
-    pub async fn set(&self, card: &Card) -> Result<(), QueueError> {
+    pub async fn set(&self, card: &CardIdentity) -> Result<(), QueueError> {
         let key = self.keys.render(&RedisKey::Card { card: card.id });
         let json = serde_json::to_string(card)?;
         let _: () = self

@@ -41,4 +41,16 @@ impl CardLock {
         let key = self.keys.render(&RedisKey::CardLock { card });
         token_lock::give_back(&self.pool, key, &token.0).await
     }
+
+    /// Restarts the lock's TTL if `token` still holds it (`false`: it was lost). The holder
+    /// renews while it works, so a slow carrier cannot outlast the lock.
+    pub async fn renew(
+        &self,
+        card: CardId,
+        token: &CardLockToken,
+        ttl: Duration,
+    ) -> Result<bool, QueueError> {
+        let key = self.keys.render(&RedisKey::CardLock { card });
+        token_lock::extend(&self.pool, key, &token.0, ttl).await
+    }
 }

@@ -32,6 +32,9 @@ pub enum RedisKey {
     ConcurrencyMax { task: TaskType },
     /// `polling:init:progress`: hash written by the initializer.
     InitProgress,
+    /// `polling:reconcile:progress`: hash of the queue reconciliation that follows a config
+    /// change (status, fingerprint, processed, added, removed, started_at, finished_at).
+    ReconcileProgress,
     /// `polling:stats:{type}`: hash of task counters.
     Stats { task: TaskType },
     /// `polling:lock:card:{card_id}`: per-card evaluation lock of the stop/resume service.
@@ -81,6 +84,7 @@ impl Keys {
             RedisKey::Concurrency { task } => write!(s, "concurrency:{task}"),
             RedisKey::ConcurrencyMax { task } => write!(s, "concurrency:max:{task}"),
             RedisKey::InitProgress => write!(s, "init:progress"),
+            RedisKey::ReconcileProgress => write!(s, "reconcile:progress"),
             RedisKey::Stats { task } => write!(s, "stats:{task}"),
             RedisKey::CardLock { card } => write!(s, "lock:card:{card}"),
             RedisKey::Lease { job } => write!(s, "lease:{job}"),

@@ -13,6 +13,7 @@
 //! Redis and nothing else, so the API process can use it without the worker's machinery.
 //! Every Lua script touches exactly one key, so the layout runs unchanged on Redis Cluster.
 
+mod align;
 mod cache;
 mod card_lock;
 mod depth;
@@ -23,12 +24,14 @@ mod manual;
 mod protect;
 mod queue_manager;
 mod ratelimit;
+mod reconcile_progress;
 mod score;
 mod scripts;
 mod semaphore;
 mod stats;
 mod token_lock;
 
+pub use align::Aligned;
 pub use cache::CardCache;
 pub use card_lock::{CardLock, CardLockToken};
 pub use error::QueueError;
@@ -37,6 +40,7 @@ pub use lease::{LeaseToken, SingletonLease};
 pub use protect::{ProtectKeys, ProtectState};
 pub use queue_manager::{PollingQueueManager, QueueSettings};
 pub use ratelimit::RedisRateLimiter;
-pub use score::to_score;
+pub use reconcile_progress::{ReconcileProgress, ReconcileState};
+pub use score::{is_lease_score, to_score};
 pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
 pub use stats::{HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

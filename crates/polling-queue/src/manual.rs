@@ -1,10 +1,12 @@
 //! The manual lists `polling:manual:{type}` of [`PollingQueueManager`]: card ids operators
 //! pushed, drained by the scheduler before the shard queues.
 
-use crate::score::parse_members;
-use crate::{PollingQueueManager, QueueError, RedisKey};
+use crate::score::{parse_members, secs, to_score};
+use crate::{PollingQueueManager, QueueError, RedisKey, scripts};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
+use fred::types::Value;
+use std::collections::BTreeMap;
 
 impl PollingQueueManager {
     /// Pushes `card` on the manual list of `task` (operators); the scheduler drains it first.
@@ -50,7 +52,7 @@ impl PollingQueueManager {
     }
 
     /// Pops up to `n` cards from the manual list of `task`. The cards' queue entries are not
-    /// touched: they keep their scheduled time.
+    /// touched: they keep their scheduled time (see [`claim`](Self::claim)).
     pub async fn take_manual(&self, task: TaskType, n: usize) -> Result<Vec<CardId>, QueueError> {
         let key = self.keys.render(&RedisKey::Manual { task });
         if n == 0 {
@@ -66,5 +68,45 @@ impl PollingQueueManager {
             .pool
             .llen(self.keys.render(&RedisKey::Manual { task }))
             .await?)
+    }
+
+    /// Leases cards taken from a manual list, as a dequeue would, so that no other node polls
+    /// them meanwhile; returns the cards to poll now. A card whose entry holds a lease that has
+    /// not ended is being polled elsewhere and is left out (that poll covers the trigger); a
+    /// card not queued for `task` is polled all the same (an operator asked for it) and its
+    /// handler will not add it back. One script call per shard, pipelined.
+    pub async fn claim(&self, task: TaskType, cards: &[CardId]) -> Result<Vec<CardId>, QueueError> {
+        if cards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut by_shard = BTreeMap::<u32, Vec<CardId>>::new();
+        for card in cards {
+            by_shard.entry(self.shard_of(*card)).or_default().push(*card);
+        }
+        let now = to_score(self.clock.now());
+        let deadline = now + secs(self.settings.lease);
+        let calls = by_shard.iter().map(|(shard, members)| {
+            let mut args = vec![Value::from(now), Value::from(deadline)];
+            args.extend(members.iter().map(|c| Value::from(c.get())));
+            scripts::eval::<Vec<i64>>(
+                &scripts::CLAIM,
+                &self.pool,
+                self.keys.shard_queue(*shard, task),
+                args,
+            )
+        });
+        let codes = futures::future::try_join_all(calls).await?;
+        let mut claimed = Vec::with_capacity(cards.len());
+        for ((_, members), codes) in by_shard.iter().zip(codes) {
+            for (card, code) in members.iter().zip(codes) {
+                if code == 0 {
+                    tracing::debug!(card_id = card.get(), task = %task,
+                        "manual trigger of a card being polled elsewhere; that poll covers it");
+                } else {
+                    claimed.push(*card);
+                }
+            }
+        }
+        Ok(claimed)
     }
 }

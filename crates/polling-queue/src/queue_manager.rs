@@ -9,7 +9,7 @@ use fred::types::{SetOptions, Value};
 use std::{sync::Arc, time::Duration};
 
 /// Members per ZADD/ZREM command in batch operations (keeps each command small).
-const CHUNK: usize = 1_000;
+pub(crate) const CHUNK: usize = 1_000;
 
 /// Fixed per deployment: both processes must use the same values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

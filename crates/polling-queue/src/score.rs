@@ -4,9 +4,17 @@ use crate::QueueError;
 use chrono::{DateTime, Utc};
 use domain::CardId;
 
-/// The score of a queue entry: unix seconds, fractional (microsecond resolution).
+/// The score of a scheduled queue entry: unix seconds, fractional, in whole milliseconds. The
+/// sub-millisecond digits are reserved for lease scores (see `lua/dequeue.lua`), so that a card
+/// in flight can be told from a card waiting.
 pub fn to_score(at: DateTime<Utc>) -> f64 {
-    at.timestamp_micros() as f64 / 1e6
+    at.timestamp_millis() as f64 / 1e3
+}
+
+/// Whether `score` is a lease score (microseconds modulo 1000 in 500..999) rather than a
+/// scheduled time.
+pub fn is_lease_score(score: f64) -> bool {
+    ((score * 1e6).round() as i64).rem_euclid(1000) >= 500
 }
 
 /// A `std::time::Duration` as fractional seconds.

@@ -11,6 +11,9 @@ use std::sync::LazyLock;
 /// Takes due members of one queue and re-scores them to the lease deadline.
 pub(crate) static DEQUEUE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/dequeue.lua")));
+/// Leases cards taken from a manual list unless they are in flight.
+pub(crate) static CLAIM: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/claim.lua")));
 /// Drops expired semaphore holders, then adds a holder if there is room.
 pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/semaphore_acquire.lua")));

@@ -4,13 +4,26 @@
 //! `polling:concurrency:max:{type}` holds the max, [`SemaphoreSettings::default_max`] applying
 //! while it is absent. A holder that dies without releasing frees its slot when its lease ends.
 //! "Now" comes from the injected [`Clock`]; nodes are expected to run NTP-synchronised clocks.
+//!
+//! The max is read from Redis at most once a second per process.
 
 use crate::score::{secs, to_score};
 use crate::{Keys, QueueError, RedisKey, scripts};
 use domain::{Clock, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
+use std::sync::Mutex;
+use std::time::Instant;
 use std::{sync::Arc, time::Duration};
+
+/// How long a read of `polling:concurrency:max:{type}` is used before it is read again.
+const MAX_TTL: Duration = Duration::from_secs(1);
+
+/// Per process and task type: the last max read.
+#[derive(Debug, Default)]
+struct Local {
+    max: Mutex<Option<(Instant, u32)>>,
+}
 
 /// Defaults of the semaphore.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +67,7 @@ pub struct ConcurrencySemaphore {
     keys: Keys,
     settings: SemaphoreSettings,
     clock: Arc<dyn Clock>,
+    local: Arc<[Local; 4]>,
 }
 
 impl ConcurrencySemaphore {
@@ -63,6 +77,7 @@ impl ConcurrencySemaphore {
             keys,
             settings,
             clock,
+            local: Arc::new(Default::default()),
         }
     }
 
@@ -70,9 +85,17 @@ impl ConcurrencySemaphore {
         self.keys.render(&RedisKey::Concurrency { task })
     }
 
+    /// Free slots of `task` right now (`max` minus live holders; 0 when full). The scheduler
+    /// dequeues no more cards than this, so a full cluster-wide pool is waited for instead of
+    /// cycling cards through the queue.
+    pub async fn room(&self, task: TaskType) -> Result<u64, QueueError> {
+        let max = u64::from(self.cached_max(task).await?);
+        Ok(max.saturating_sub(self.current(task).await?))
+    }
+
     /// Takes a slot of `task`, or `None` when all `max` slots are held.
     pub async fn acquire(&self, task: TaskType) -> Result<Option<Permit>, QueueError> {
-        let max = self.max(task).await?;
+        let max = self.cached_max(task).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let now = to_score(self.clock.now());
         let args = vec![
@@ -111,6 +134,21 @@ impl ConcurrencySemaphore {
         Ok(n)
     }
 
+    /// [`max`](Self::max), read from Redis at most once a second per process: a change of the
+    /// max reaches every node within a second.
+    async fn cached_max(&self, task: TaskType) -> Result<u32, QueueError> {
+        let slot = &self.local[task.index()].max;
+        let fresh = *slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((read_at, max)) = fresh
+            && read_at.elapsed() < MAX_TTL
+        {
+            return Ok(max);
+        }
+        let max = self.max(task).await?;
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), max));
+        Ok(max)
+    }
+
     /// The max of `task`: the max key, or the configured default when absent.
     pub async fn max(&self, task: TaskType) -> Result<u32, QueueError> {
         let key = self.keys.render(&RedisKey::ConcurrencyMax { task });
@@ -132,6 +170,10 @@ impl ConcurrencySemaphore {
             .pool
             .set(key, i64::from(max), None, None, false)
             .await?;
+        *self.local[task.index()]
+            .max
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }
 

@@ -5,7 +5,7 @@ mod common;
 
 use chrono::Duration as Span;
 use common::{TestRedis, t0};
-use domain::{
+use domain::{CardIdentity, 
     Card, CardCategory, CardId, CarrierId, DeviceId, ManualClock, MonthCounters, RateLimiter,
     TaskType,
 };
@@ -24,7 +24,7 @@ async fn setup() -> anyhow::Result<(TestRedis, Pool, Keys, ManualClock)> {
     Ok((redis, pool, keys, ManualClock::new(t0())))
 }
 
-fn card(id: i64) -> Card {
+fn card(id: i64) -> CardIdentity {
     Card {
         id: CardId(id),
         iccid: format!("8986{id:016}"),
@@ -43,6 +43,7 @@ fn card(id: i64) -> Card {
         updated_at: t0(),
         deleted_at: None,
     }
+    .identity(None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

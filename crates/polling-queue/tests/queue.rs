@@ -5,7 +5,7 @@ mod common;
 use anyhow::Context as _;
 use chrono::{DateTime, Duration as Span, Utc};
 use common::{TestRedis, load_zset, t0};
-use domain::{Card, CardCategory, CardId, CarrierId, ManualClock, MonthCounters, TaskType};
+use domain::{CardIdentity, Card, CardCategory, CardId, CarrierId, ManualClock, MonthCounters, TaskType};
 use fred::prelude::*;
 use polling_queue::{
     CardCache, Keys, PollingQueueManager, QueueError, QueueSettings, RedisKey, to_score,
@@ -64,7 +64,7 @@ fn cards_on(shard: u32, n: usize) -> impl Iterator<Item = CardId> {
     (0..n as i64).map(move |i| CardId(i64::from(shard) + 16 * i))
 }
 
-fn card(id: i64) -> Card {
+fn card(id: i64) -> CardIdentity {
     Card {
         id: CardId(id),
         iccid: format!("8986{id:016}"),
@@ -83,6 +83,7 @@ fn card(id: i64) -> Card {
         updated_at: t0(),
         deleted_at: None,
     }
+    .identity(None)
 }
 
 // 分片路由一致性: cardID=1000 -> polling:shard:8:queue:carddata, every time.

@@ -1,11 +1,12 @@
 //! [`Scheduler`]: the per-type dispatch loops, the periodic jobs and the shutdown.
 
+use crate::gate::cluster_room;
 use crate::periodic::{PeriodicJob, Scheduled};
 use crate::pools::{Pool, PoolSizes};
-use crate::shards::{MIN_PER_SHARD, dequeue_shards, shares};
+use crate::shards::{MIN_PER_SHARD, dequeue_shards, shares, take_manual};
 use domain::{CardId, Clock};
 use futures::FutureExt;
-use polling_queue::{PollingQueueManager, SingletonLease};
+use polling_queue::{ConcurrencySemaphore, PollingQueueManager, SingletonLease};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,11 +48,12 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     settings: SchedulerSettings,
     jobs: Vec<Box<dyn PeriodicJob>>,
+    semaphore: Option<ConcurrencySemaphore>,
 }
 
-/// What every loop shares.
 struct Ctx {
     queue: PollingQueueManager,
+    semaphore: Option<ConcurrencySemaphore>,
     clock: Arc<dyn Clock>,
     settings: SchedulerSettings,
     tracker: TaskTracker,
@@ -73,7 +75,15 @@ impl Scheduler {
             clock,
             settings,
             jobs: Vec::new(),
+            semaphore: None,
         }
+    }
+
+    /// Dequeues no more cards of a type than its cluster-wide pool has free slots (see
+    /// `gate`). The worker always sets it.
+    pub fn with_semaphore(mut self, semaphore: ConcurrencySemaphore) -> Self {
+        self.semaphore = Some(semaphore);
+        self
     }
 
     /// Adds a periodic job (package activation check, data reset, ...).
@@ -87,6 +97,7 @@ impl Scheduler {
     pub async fn run(self, shutdown: CancellationToken) -> ShutdownReport {
         let ctx = Arc::new(Ctx {
             queue: self.queue,
+            semaphore: self.semaphore,
             clock: self.clock,
             settings: self.settings,
             tracker: TaskTracker::new(),
@@ -184,13 +195,14 @@ async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>
             }
             continue;
         }
-        let mut cards = match ctx.queue.take_manual(task, free).await {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(task = %task, error = %e, "manual list unavailable");
-                Vec::new()
-            }
+        let free = match &ctx.semaphore {
+            Some(semaphore) => cluster_room(semaphore, task, free, &ctx.shutdown).await,
+            None => free,
         };
+        if free == 0 {
+            continue;
+        }
+        let mut cards = take_manual(&ctx.queue, task, free).await;
         metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "manual")
             .increment(cards.len() as u64);
         let room = free.saturating_sub(cards.len());

@@ -11,6 +11,7 @@
 //! `task-handlers`. Only `cmp-worker` links it.
 
 mod dispatch;
+mod gate;
 mod periodic;
 mod pools;
 mod shards;

@@ -68,3 +68,23 @@ mod tests {
         assert_eq!(shares(7, 1, 9), vec![(0, 7)]);
     }
 }
+
+/// Up to `n` cards of the manual list, each leased in its shard first so that no other node
+/// polls it at the same time; cards already in flight elsewhere are left to that poll.
+pub(crate) async fn take_manual(queue: &PollingQueueManager, task: TaskType, n: usize) -> Vec<CardId> {
+    let taken = match queue.take_manual(task, n).await {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(task = %task, error = %e, "manual list unavailable");
+            return Vec::new();
+        }
+    };
+    match queue.claim(task, &taken).await {
+        Ok(claimed) => claimed,
+        Err(e) => {
+            tracing::warn!(task = %task, error = %e, cards = taken.len(),
+                "cannot lease the manually triggered cards; polling them unleased");
+            taken
+        }
+    }
+}

@@ -130,6 +130,26 @@ pub struct Decision {
     pub evidence: Evidence,
 }
 
+impl Decision {
+    /// Brings `card` in line with what carrying out this decision did; whether the network
+    /// status changed (a fact config matching reads). A reason change only rewrites the reason.
+    pub fn apply_to(&self, card: &mut Card) -> bool {
+        let before = card.network_status;
+        match self.action {
+            Action::Stopped { reason } | Action::ReasonChanged { to: reason, .. } => {
+                card.network_status = NetworkStatus::Stopped;
+                card.stop_reason = Some(reason);
+            }
+            Action::Started => {
+                card.network_status = NetworkStatus::Online;
+                card.stop_reason = None;
+            }
+            Action::Nothing { .. } => {}
+        }
+        card.network_status != before
+    }
+}
+
 /// Gathers the evidence: packages of the covering owner only (seed bug 1: a bound card is
 /// covered by its device's packages, never by rows that name the card itself).
 pub fn evidence(

@@ -10,19 +10,24 @@
 //!   start and reason change appends one `tb_card_state_log` row (invariants 4 and 5 of
 //!   `ARCHITECTURE.md`).
 //! * Operator stop/start ([`StopResumeService::stop_by_operator`], `start_by_operator`) and the
-//!   thin [`StopResumeService::deduct_data_usage`].
+//!   protect handler's forced correction ([`StopResumeService::enforce_protect`]) run on the
+//!   same locked, audited path.
+//! * Network status is a fact config matching reads: after every stop and start the card's
+//!   queues are aligned with the config it now matches, through the lifecycle service.
 //!
 //! This crate reaches PostgreSQL only through the store traits of `domain`, Redis only through
 //! `polling-queue` and the carrier only through [`gateway::CarrierGateway`]. It must not
-//! schedule or reschedule cards: that is the caller's job.
+//! reschedule cards: that is the caller's job.
 
 mod decision;
 mod error;
 pub mod metrics;
+mod protect;
 mod service;
 mod trigger;
 
 pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
 pub use error::StopResumeError;
-pub use service::{StopResumeService, StopResumeSettings};
+pub use protect::ProtectChecked;
+pub use service::{Evaluated, StopResumeService, StopResumeSettings};
 pub use trigger::Trigger;

@@ -4,11 +4,12 @@ use crate::decision::{self, Action, Decision, NothingWhy, ProtectEvidence};
 use crate::{StopResumeError, Trigger, metrics};
 use domain::store::{CardStore, PackageStore};
 use domain::{
-    Card, CardId, Clock, DeductionStep, GatewayOutcome, Megabytes, NetworkStatus, NewCardStateLog,
-    PackageOwner, PackageUsage, StopReason,
+    Card, CardId, Clock, GatewayOutcome, NetworkStatus, NewCardStateLog, PackageOwner,
+    PackageUsage, StopReason,
 };
 use gateway::CarrierGateway;
-use polling_queue::{CardCache, CardLock, CardLockToken, ProtectKeys};
+use lifecycle::PollingLifecycleService;
+use polling_queue::{CardLock, CardLockToken, ProtectKeys};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +18,8 @@ use tracing::{debug, error, warn};
 /// Settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StopResumeSettings {
-    /// TTL of `polling:lock:card:{id}`. Must exceed the longest read-decide-act: a gateway call
-    /// with its three tries (3 x `CMP_GATEWAY_TIMEOUT_MS` plus back-off, about 17 s with the
-    /// defaults). If it ran out mid-way a second evaluation could call the gateway too.
+    /// TTL of `polling:lock:card:{id}`. The holder renews it every third of the TTL while it
+    /// works, so it only bounds how long a lock outlives a holder that died.
     pub lock_ttl: Duration,
     /// How long an evaluation waits for a lock held by someone else before answering
     /// [`StopResumeError::Busy`]. Waiting (rather than failing at once) lets the second caller
@@ -33,7 +33,7 @@ pub struct StopResumeSettings {
 impl Default for StopResumeSettings {
     fn default() -> Self {
         Self {
-            lock_ttl: Duration::from_secs(60),
+            lock_ttl: Duration::from_secs(30),
             lock_wait: Duration::from_secs(5),
             lock_retry: Duration::from_millis(25),
         }
@@ -43,16 +43,16 @@ impl Default for StopResumeSettings {
 /// Decides and acts for every caller. Cheap to clone (clones share everything).
 #[derive(Clone)]
 pub struct StopResumeService {
-    cards: Arc<dyn CardStore>,
-    packages: Arc<dyn PackageStore>,
-    gateway: Arc<dyn CarrierGateway>,
-    protect: ProtectKeys,
-    lock: CardLock,
-    clock: Arc<dyn Clock>,
-    settings: StopResumeSettings,
-    /// The poll handlers' card snapshots: dropped after every state change, so that no handler
-    /// goes on working from the state before it.
-    cache: Option<CardCache>,
+    pub(crate) cards: Arc<dyn CardStore>,
+    pub(crate) packages: Arc<dyn PackageStore>,
+    pub(crate) gateway: Arc<dyn CarrierGateway>,
+    pub(crate) protect: ProtectKeys,
+    pub(crate) lock: CardLock,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) settings: StopResumeSettings,
+    /// Network status is a fact config matching reads: after every stop and start the card's
+    /// queues are aligned with the config it matches now (RULES.md, "Lifecycle").
+    lifecycle: Option<PollingLifecycleService>,
 }
 
 impl std::fmt::Debug for StopResumeService {
@@ -64,10 +64,17 @@ impl std::fmt::Debug for StopResumeService {
 }
 
 /// What a loaded card is decided from.
-struct Snapshot {
-    card: Card,
-    packages: Vec<PackageUsage>,
-    protect: ProtectEvidence,
+pub(crate) struct Snapshot {
+    pub(crate) card: Card,
+    pub(crate) packages: Vec<PackageUsage>,
+    pub(crate) protect: ProtectEvidence,
+}
+
+/// A decision carried out, with the card as it is afterwards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluated {
+    pub decision: Decision,
+    pub card: Card,
 }
 
 impl StopResumeService {
@@ -88,14 +95,14 @@ impl StopResumeService {
             lock,
             clock,
             settings,
-            cache: None,
+            lifecycle: None,
         }
     }
 
-    /// Drops the card's cached snapshot (`polling:card:{id}`) after every stop, start and
-    /// reason change made here.
-    pub fn with_card_cache(mut self, cache: CardCache) -> Self {
-        self.cache = Some(cache);
+    /// Aligns the card's queues with its matched config after every stop and start made here
+    /// (the worker and the API always set it; tests of the decision alone may not).
+    pub fn with_lifecycle(mut self, lifecycle: PollingLifecycleService) -> Self {
+        self.lifecycle = Some(lifecycle);
         self
     }
 
@@ -103,16 +110,26 @@ impl StopResumeService {
     /// card, its covering packages and its device's protect state, applies the decision table
     /// and carries it out. Returns what was done and why; on error the card is unchanged in the
     /// database and the caller reschedules it at the retry interval.
-    #[tracing::instrument(name = "evaluate_and_act", skip_all, fields(card_id = %card_id, trigger = %trigger))]
     pub async fn evaluate_and_act(
         &self,
         card_id: CardId,
         trigger: Trigger,
     ) -> Result<Decision, StopResumeError> {
+        Ok(self.evaluate(card_id, trigger).await?.decision)
+    }
+
+    /// [`evaluate_and_act`](Self::evaluate_and_act), also returning the card as it is after
+    /// the decision (what a poll handler reschedules by).
+    #[tracing::instrument(name = "evaluate_and_act", skip_all, fields(card_id = %card_id, trigger = %trigger))]
+    pub async fn evaluate(
+        &self,
+        card_id: CardId,
+        trigger: Trigger,
+    ) -> Result<Evaluated, StopResumeError> {
         self.locked(card_id, async {
             let s = self.load(card_id).await?;
             let decision = decision::decide(&s.card, &s.packages, s.protect, self.clock.now());
-            self.act(&s.card, decision, trigger).await
+            self.act(s.card, decision, trigger).await
         })
         .await
     }
@@ -164,27 +181,6 @@ impl StopResumeService {
         .await
     }
 
-    /// Deducts `delta_real_mb` real megabytes from the valid packages covering the card (its
-    /// device's when bound), in one transaction of the store (`RULES.md`, "Deducting usage").
-    pub async fn deduct_data_usage(
-        &self,
-        card_id: CardId,
-        delta_real_mb: Megabytes,
-    ) -> Result<Vec<DeductionStep>, StopResumeError> {
-        let card = self
-            .cards
-            .get(card_id)
-            .await?
-            .ok_or(StopResumeError::CardNotFound(card_id))?;
-        let owner = PackageOwner::covering(card.id, card.device_id);
-        let steps = self
-            .packages
-            .deduct_data_usage(owner, delta_real_mb, self.clock.now())
-            .await?;
-        debug!(card_id = %card_id, delta_mb = %delta_real_mb, steps = steps.len(), "usage deducted");
-        Ok(steps)
-    }
-
     async fn operator(
         &self,
         card_id: CardId,
@@ -198,12 +194,12 @@ impl StopResumeService {
                 action: choose(&s.card),
                 evidence,
             };
-            self.act(&s.card, decision, Trigger::Operator).await
+            Ok(self.act(s.card, decision, Trigger::Operator).await?.decision)
         })
         .await
     }
 
-    async fn load(&self, card_id: CardId) -> Result<Snapshot, StopResumeError> {
+    pub(crate) async fn load(&self, card_id: CardId) -> Result<Snapshot, StopResumeError> {
         let card = self
             .cards
             .get(card_id)
@@ -229,18 +225,18 @@ impl StopResumeService {
     }
 
     /// Carries out `decision` on `card`: the gateway first, the database only after the carrier
-    /// said yes, one audit row per change.
-    async fn act(
+    /// said yes, one audit row per change; then the card's queues follow its new state.
+    pub(crate) async fn act(
         &self,
-        card: &Card,
+        mut card: Card,
         decision: Decision,
         trigger: Trigger,
-    ) -> Result<Decision, StopResumeError> {
+    ) -> Result<Evaluated, StopResumeError> {
         let done = match decision.action {
             Action::Stopped { reason } => {
-                self.switch(card, NetworkStatus::Stopped).await?;
+                self.switch(&card, NetworkStatus::Stopped).await?;
                 self.record(
-                    card,
+                    &card,
                     NetworkStatus::Stopped,
                     Some(reason),
                     trigger,
@@ -249,9 +245,9 @@ impl StopResumeService {
                 .await
             }
             Action::Started => {
-                self.switch(card, NetworkStatus::Online).await?;
+                self.switch(&card, NetworkStatus::Online).await?;
                 self.record(
-                    card,
+                    &card,
                     NetworkStatus::Online,
                     None,
                     trigger,
@@ -261,7 +257,7 @@ impl StopResumeService {
             }
             Action::ReasonChanged { to, .. } => {
                 self.record(
-                    card,
+                    &card,
                     NetworkStatus::Stopped,
                     Some(to),
                     trigger,
@@ -271,17 +267,21 @@ impl StopResumeService {
             }
             Action::Nothing { .. } => Ok(()),
         };
-        match done {
-            Ok(()) => {
-                metrics::record(decision.action);
-                metrics::log_decision(&decision, trigger);
-                Ok(decision)
-            }
-            Err(e) => {
-                metrics::record_failure();
-                Err(e)
+        if let Err(e) = done {
+            metrics::record_failure();
+            return Err(e);
+        }
+        metrics::record(decision.action);
+        metrics::log_decision(&decision, trigger);
+        let switched = decision.apply_to(&mut card);
+        if switched && let Some(lifecycle) = &self.lifecycle {
+            // The change is made; a queue write that fails is repaired by the next change or
+            // by the reconciliation, so it is logged, not returned.
+            if let Err(e) = lifecycle.on_card_facts_changed(&card).await {
+                warn!(card_id = %card.id, error = %e, "cannot align the card's queues with its new state");
             }
         }
+        Ok(Evaluated { decision, card })
     }
 
     /// Asks the carrier to move the card to `to` (the client retries: 3 tries).
@@ -335,23 +335,33 @@ impl StopResumeService {
             }
             StopResumeError::from(e)
         })?;
-        if let Some(cache) = &self.cache
-            && let Err(e) = cache.invalidate(card.id).await
-        {
-            warn!(card_id = %card.id, error = %e, "cannot drop the card's cached snapshot; it expires with its TTL");
-        }
         Ok(())
     }
 
-    /// Runs `work` holding the card's lock; releases it by compare-and-delete. If `work` is
-    /// cancelled the lock simply expires with its TTL.
-    async fn locked<T>(
+    /// Runs `work` holding the card's lock, renewing it every third of its TTL for as long as
+    /// `work` runs (three tries of a slow carrier plus back-off and rate-limit waits can outlast
+    /// any fixed TTL); releases it by compare-and-delete. If `work` is cancelled the lock
+    /// simply expires with its TTL.
+    pub(crate) async fn locked<T>(
         &self,
         card_id: CardId,
         work: impl Future<Output = Result<T, StopResumeError>>,
     ) -> Result<T, StopResumeError> {
         let token = self.acquire(card_id).await?;
-        let out = work.await;
+        let ttl = self.settings.lock_ttl;
+        let mut renew = tokio::time::interval(ttl / 3);
+        renew.tick().await;
+        tokio::pin!(work);
+        let out = loop {
+            tokio::select! {
+                out = &mut work => break out,
+                _ = renew.tick() => match self.lock.renew(card_id, &token, ttl).await {
+                    Ok(true) => {}
+                    Ok(false) => warn!(card_id = %card_id, "card lock lost while held"),
+                    Err(e) => warn!(card_id = %card_id, error = %e, "cannot renew the card lock"),
+                },
+            }
+        };
         self.release(card_id, token).await;
         out
     }

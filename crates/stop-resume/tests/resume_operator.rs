@@ -239,9 +239,11 @@ async fn deduction_consumes_in_expiry_order_with_overage_on_the_last() {
         .package(owner, Some(dec!(100)), dec!(1.25), dec!(50), 5)
         .await;
 
+    let now = domain::Clock::now(&w.clock);
     let steps = w
-        .service
-        .deduct_data_usage(card, dec!(150))
+        .stores
+        .packages
+        .deduct_data_usage(owner, dec!(150), now)
         .await
         .expect("deducts");
     let real: Decimal = steps.iter().map(|s| s.real_mb).sum();

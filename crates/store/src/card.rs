@@ -3,23 +3,19 @@
 
 use crate::bulk::{BULK_CHUNK, insert_cards};
 use crate::card_sql::{
-    COUNT_POLLING_ENABLED, INSERT_USAGE_RECORD, PAGE_POLLING_ENABLED, SCAN_SETTINGS,
-    SET_NETWORK_STATE, SET_REAL_NAME, SET_USAGE,
+    COUNT_POLLING_ENABLED, PAGE_POLLING_ENABLED, SCAN_SETTINGS, SET_NETWORK_STATE,
 };
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
 use crate::error::{bad_column, db_err, not_found};
-use crate::package::deduct_in;
 use crate::sql::{col, count, models, paged, stmt};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use domain::store::{CardStore, Page, Paged, StoreResult, UsageRecorded};
+use domain::store::{CardStore, Page, Paged, RealNameWrite, StoreResult, UsageRecorded};
 use domain::{
     Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId, DeviceId,
-    Megabytes, NetworkStatus, NewCard, NewCardStateLog, PackageOwner, RealNameStatus, StopReason,
-    UsageUpdate,
+    MonthUsage, NetworkStatus, NewCard, NewCardStateLog, RealNameStatus, StopReason,
 };
-use rust_decimal::Decimal;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
@@ -274,20 +270,12 @@ impl CardStore for PgCardStore {
         count(&self.db, stmt(COUNT_POLLING_ENABLED, [])).await
     }
 
-    async fn set_real_name(&self, id: CardId, status: RealNameStatus) -> StoreResult<bool> {
-        let row = self
-            .db
-            .query_one_raw(stmt(
-                SET_REAL_NAME,
-                [id.get().into(), i16::from(status).into()],
-            ))
-            .await
-            .map_err(db_err)?
-            .ok_or_else(|| not_found("card", id))?;
-        if !col::<bool>(&row, "live")? {
-            return Err(not_found("card", id));
-        }
-        col(&row, "changed")
+    async fn set_real_name(
+        &self,
+        id: CardId,
+        status: RealNameStatus,
+    ) -> StoreResult<Option<RealNameWrite>> {
+        crate::usage::set_real_name(&self.db, id, status).await
     }
 
     async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card> {
@@ -368,50 +356,9 @@ impl CardStore for PgCardStore {
     async fn record_usage(
         &self,
         id: CardId,
-        update: &UsageUpdate,
-        month_total_mb: Megabytes,
-        owner: PackageOwner,
+        reported: &MonthUsage,
         now: DateTime<Utc>,
-    ) -> StoreResult<UsageRecorded> {
-        let c = &update.counters;
-        let txn = self.db.begin().await.map_err(db_err)?;
-        // The card row first: its lock serialises concurrent usage polls of the same card.
-        let res = txn
-            .execute_raw(stmt(
-                SET_USAGE,
-                [
-                    id.get().into(),
-                    c.current_month_start_date.into(),
-                    c.current_month_usage_mb.into(),
-                    c.last_gateway_total_mb.into(),
-                    c.last_month_total_mb.into(),
-                    update.delta_mb.into(),
-                    now.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
-        if res.rows_affected() == 0 {
-            return Err(not_found("card", id));
-        }
-        if update.delta_mb > Decimal::ZERO || update.rolled_over {
-            txn.execute_raw(stmt(
-                INSERT_USAGE_RECORD,
-                [
-                    id.get().into(),
-                    update.delta_mb.into(),
-                    month_total_mb.into(),
-                    now.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
-        }
-        let (steps, valid_packages) = deduct_in(&txn, owner, update.delta_mb, now).await?;
-        txn.commit().await.map_err(db_err)?;
-        Ok(UsageRecorded {
-            steps,
-            valid_packages,
-        })
+    ) -> StoreResult<Option<UsageRecorded>> {
+        crate::usage::record_usage(&self.db, id, reported, now).await
     }
 }

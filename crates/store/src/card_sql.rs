@@ -47,29 +47,8 @@ WHERE c.enable_polling AND c.deleted_at IS NULL
         WHERE d.id = c.device_id AND d.deleted_at IS NULL AND NOT d.enable_polling))
 "#;
 
-pub(crate) const SET_REAL_NAME: &str = r#"
-WITH upd AS (
-    UPDATE tb_iot_card SET real_name_status = $2, updated_at = now()
-    WHERE id = $1 AND deleted_at IS NULL AND real_name_status <> $2
-    RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM tb_iot_card WHERE id = $1 AND deleted_at IS NULL) AS live,
-       EXISTS (SELECT 1 FROM upd) AS changed
-"#;
-
 pub(crate) const SET_NETWORK_STATE: &str = r#"
 UPDATE tb_iot_card SET network_status = $2, stop_reason = $3, updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 "#;
 
-pub(crate) const SET_USAGE: &str = r#"
-UPDATE tb_iot_card
-SET current_month_start_date = $2, current_month_usage_mb = $3, last_gateway_total_mb = $4,
-    last_month_total_mb = $5, data_usage_mb = data_usage_mb + $6, updated_at = $7
-WHERE id = $1 AND deleted_at IS NULL
-"#;
-
-pub(crate) const INSERT_USAGE_RECORD: &str = r#"
-INSERT INTO tb_data_usage_record (iot_card_id, delta_mb, month_total_mb, recorded_at)
-VALUES ($1, $2, $3, $4)
-"#;

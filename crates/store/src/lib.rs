@@ -33,6 +33,7 @@ mod manual_trigger;
 mod package;
 mod package_sql;
 mod sql;
+mod usage;
 
 pub use alert::PgAlertStore;
 pub use api_key::PgApiKeyStore;

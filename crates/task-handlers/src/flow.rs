@@ -1,18 +1,22 @@
 //! The one poll flow every handler runs ([`PollingBase::run`]): slot, card, poll, reschedule.
 //!
-//! Whatever happens, the card leaves the flow rescheduled (invariant 3): at `now` when the
-//! pool is full, at `now + matched interval` after a poll, at `now + retry interval` after an
-//! error. Only a card that no longer exists is left out, and it is removed from every queue.
+//! Whatever happens, the card leaves the flow rescheduled (invariant 3): at `now + matched
+//! interval` after a poll, at `now + retry interval` after an error, at `now` when the
+//! cluster-wide pool of its type is full. Only a card that should not be polled leaves its
+//! queues: one that no longer exists, one whose own or device's polling switch is off
+//! (invariant 1: a lifecycle or initializer write racing with a disable cannot keep it
+//! polled), and one whose matched config no longer schedules this type (invariant 8: the card
+//! is aligned with the config it matches now instead).
 
 use crate::{HandlerError, Outcome, PollingBase, telemetry};
-use domain::{Card, CardId, NetworkStatus, TaskType};
+use domain::{Card, CardId, CardIdentity, TaskType};
 use std::future::Future;
 use std::time::{Duration, Instant};
-use stop_resume::{Action, Decision};
 use tracing::{debug, warn};
 
-/// What a handler's poll of one card came to: the card as it is after the poll's writes (a
-/// changed real-name or network status may match another config, hence another interval).
+/// What a handler's poll of one card came to: the card as it is after the poll's writes, read
+/// back from the store (a changed real-name or network status may match another config, hence
+/// another interval or other queues).
 #[derive(Debug, Clone)]
 pub struct Polled {
     pub card: Card,
@@ -37,41 +41,30 @@ impl Polled {
     }
 }
 
-/// Brings the snapshot in line with what `evaluate_and_act` did; `true` if it changed.
-pub(crate) fn apply_decision(card: &mut Card, decision: &Decision) -> bool {
-    match decision.action {
-        Action::Stopped { reason } | Action::ReasonChanged { to: reason, .. } => {
-            card.network_status = NetworkStatus::Stopped;
-            card.stop_reason = Some(reason);
-        }
-        Action::Started => {
-            card.network_status = NetworkStatus::Online;
-            card.stop_reason = None;
-        }
-        Action::Nothing { .. } => return false,
-    }
-    true
+/// Where a poll ended, before rescheduling.
+enum Ended {
+    /// Polled (or deliberately skipped) with this result.
+    Polled(Polled),
+    /// The card is gone (deleted, or never existed).
+    Gone,
+    /// The card's or its device's polling switch is off.
+    Disabled,
 }
 
 impl PollingBase {
     /// Runs one poll of `card_id` for `task`: takes the type's slot (pool full: rescheduled for
-    /// now, [`Outcome::RequeuedFull`]), reads the card through the cache, runs `poll`, gives
-    /// the slot back, reschedules, and records counters and metrics.
-    ///
-    /// A card whose matched config no longer schedules `task` (a config changed, or the card's
-    /// state now matches another config) is not polled and is parked at the retry interval
-    /// rather than dropped: the config or the card's state may change back without any
-    /// lifecycle event (real-name and network status change through polling itself), and a
-    /// dropped card would never come back.
+    /// now, [`Outcome::RequeuedFull`]), reads the card's identity through the cache, runs `poll`, gives the slot back,
+    /// reschedules, and records counters and metrics. `poll` answers `None` when the card
+    /// disappeared under it.
     pub(crate) async fn run<F, Fut>(&self, task: TaskType, card_id: CardId, poll: F) -> Outcome
     where
-        F: FnOnce(Card) -> Fut + Send,
-        Fut: Future<Output = Result<Polled, HandlerError>> + Send,
+        F: FnOnce(CardIdentity) -> Fut + Send,
+        Fut: Future<Output = Result<Option<Polled>, HandlerError>> + Send,
     {
         let started = Instant::now();
         let outcome = match self.acquire_concurrency(task).await {
             Ok(Some(permit)) => {
-                let result = self.load_and_poll(task, card_id, poll).await;
+                let result = self.load_and_poll(card_id, poll).await;
                 self.release_concurrency(permit).await;
                 self.finish(task, card_id, result).await
             }
@@ -82,25 +75,18 @@ impl PollingBase {
         outcome
     }
 
-    async fn load_and_poll<F, Fut>(
-        &self,
-        task: TaskType,
-        card_id: CardId,
-        poll: F,
-    ) -> Result<Option<Polled>, HandlerError>
+    async fn load_and_poll<F, Fut>(&self, card_id: CardId, poll: F) -> Result<Ended, HandlerError>
     where
-        F: FnOnce(Card) -> Fut,
-        Fut: Future<Output = Result<Polled, HandlerError>>,
+        F: FnOnce(CardIdentity) -> Fut,
+        Fut: Future<Output = Result<Option<Polled>, HandlerError>>,
     {
-        let Some(card) = self.get_card_with_cache(card_id).await? else {
-            return Ok(None);
+        let Some(identity) = self.get_card_with_cache(card_id).await? else {
+            return Ok(Ended::Gone);
         };
-        if self.matched_interval(&card, task).is_none() {
-            debug!(card_id = %card_id, task = %task,
-                "no matched config schedules this task type; parked at the retry interval");
-            return Ok(Some(Polled::skipped(card)));
+        if !identity.polling_enabled {
+            return Ok(Ended::Disabled);
         }
-        poll(card).await.map(Some)
+        Ok(poll(identity).await?.map_or(Ended::Gone, Ended::Polled))
     }
 
     /// The seed's correctness constraint: the dequeued card is rescheduled for now before the
@@ -119,19 +105,32 @@ impl PollingBase {
         &self,
         task: TaskType,
         card_id: CardId,
-        result: Result<Option<Polled>, HandlerError>,
+        result: Result<Ended, HandlerError>,
     ) -> Outcome {
         let (delay, outcome) = match result {
-            Ok(Some(Polled { card, outcome })) => {
-                let interval = self.matched_interval(&card, task);
-                (interval.unwrap_or(self.settings.retry_interval), outcome)
+            Ok(Ended::Polled(Polled { card, outcome })) => {
+                match self.matched_interval(&card, task) {
+                    Some(interval) => (interval, outcome),
+                    None => {
+                        self.align(&card, task).await;
+                        return outcome;
+                    }
+                }
             }
-            Ok(None) => {
+            Ok(Ended::Gone) => {
                 // Deleted (the lifecycle normally removed it already): make sure no queue keeps
                 // bringing it back. Idempotent.
                 debug!(card_id = %card_id, task = %task, "card not found; removed from every queue");
                 if let Err(error) = self.queue.on_card_deleted(card_id).await {
                     warn!(card_id = %card_id, %error, "cannot remove a missing card from the queues");
+                }
+                return Outcome::Skipped;
+            }
+            Ok(Ended::Disabled) => {
+                debug!(card_id = %card_id, task = %task,
+                    "polling is disabled for the card or its device; removed from every queue");
+                if let Err(error) = self.lifecycle.on_card_disabled(card_id).await {
+                    warn!(card_id = %card_id, %error, "cannot remove a disabled card from the queues");
                 }
                 return Outcome::Skipped;
             }
@@ -149,5 +148,25 @@ impl PollingBase {
                 "cannot reschedule the card; its lease brings it back");
         }
         outcome
+    }
+
+    /// The card's matched config no longer schedules `task` (its facts or the configs changed):
+    /// its queues follow the config it matches now. If that fails the card is parked at the
+    /// retry interval, to be aligned again then.
+    async fn align(&self, card: &Card, task: TaskType) {
+        match self.lifecycle.on_card_facts_changed(card).await {
+            Ok(aligned) => debug!(card_id = %card.id, task = %task, added = aligned.added,
+                removed = aligned.removed,
+                "no matched config schedules this task type any more; queues aligned"),
+            Err(error) => {
+                warn!(card_id = %card.id, task = %task, %error, "cannot align the card's queues; parked");
+                if let Err(error) = self
+                    .requeue_card(card.id, task, self.settings.retry_interval)
+                    .await
+                {
+                    warn!(card_id = %card.id, %error, "cannot park the card; its lease brings it back");
+                }
+            }
+        }
     }
 }

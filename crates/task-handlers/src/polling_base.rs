@@ -2,24 +2,28 @@
 
 use crate::{HandlerError, HandlerSettings};
 use chrono::{DateTime, Utc};
-use domain::store::CardStore;
-use domain::{Card, CardId, Clock, TaskType};
+use domain::store::{CardStore, DeviceStore};
+use domain::{Card, CardId, CardIdentity, Clock, TaskType};
+use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
 use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, warn};
 
-/// Concurrency slots, the card cache, rescheduling and the matched interval. Cheap to clone:
-/// every field is a handle, so each handler owns a clone.
+/// Concurrency slots, the card cache, rescheduling, the matched interval and the lifecycle
+/// service that keeps queue membership equal to the matched config. Cheap to clone: every
+/// field is a handle, so each handler owns a clone.
 #[derive(Clone)]
 pub struct PollingBase {
     pub(crate) cards: Arc<dyn CardStore>,
+    pub(crate) devices: Arc<dyn DeviceStore>,
     pub(crate) configs: PollingConfigManager,
     pub(crate) queue: PollingQueueManager,
     pub(crate) semaphore: ConcurrencySemaphore,
     pub(crate) cache: CardCache,
     pub(crate) counters: TaskCounters,
+    pub(crate) lifecycle: PollingLifecycleService,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) settings: HandlerSettings,
 }
@@ -33,29 +37,6 @@ impl std::fmt::Debug for PollingBase {
 }
 
 impl PollingBase {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cards: Arc<dyn CardStore>,
-        configs: PollingConfigManager,
-        queue: PollingQueueManager,
-        semaphore: ConcurrencySemaphore,
-        cache: CardCache,
-        counters: TaskCounters,
-        clock: Arc<dyn Clock>,
-        settings: HandlerSettings,
-    ) -> Self {
-        Self {
-            cards,
-            configs,
-            queue,
-            semaphore,
-            cache,
-            counters,
-            clock,
-            settings,
-        }
-    }
-
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
     }
@@ -65,7 +46,8 @@ impl PollingBase {
     }
 
     /// A cluster-wide slot of `task`'s own pool (`polling:concurrency:{type}`): the pools are
-    /// isolated, so realname polls never use carddata's quota. `None`: the pool is full.
+    /// isolated, so realname polls never use carddata's quota. `None`: the pool is full (the
+    /// scheduler dequeues no more than the pool's room, so this is a race lost to another node).
     pub async fn acquire_concurrency(
         &self,
         task: TaskType,
@@ -81,11 +63,15 @@ impl PollingBase {
         }
     }
 
-    /// The card, from the Redis cache when there (its TTL restarts: sliding window), else from
-    /// the store, then cached. `None`: the card does not exist or is deleted.
-    pub async fn get_card_with_cache(&self, card_id: CardId) -> Result<Option<Card>, HandlerError> {
+    /// The card's identity (what the cache may hold: see [`CardIdentity`]), from the Redis
+    /// cache when there (its TTL restarts: sliding window), else from the store, then cached.
+    /// `None`: the card does not exist or is deleted.
+    pub async fn get_card_with_cache(
+        &self,
+        card_id: CardId,
+    ) -> Result<Option<CardIdentity>, HandlerError> {
         match self.cache.get(card_id).await {
-            Ok(Some(card)) => return Ok(Some(card)),
+            Ok(Some(identity)) => return Ok(Some(identity)),
             Ok(None) => {}
             // Redis trouble must not stop polling: the store has the truth.
             Err(error) => {
@@ -95,17 +81,24 @@ impl PollingBase {
         let Some(card) = self.cards.get(card_id).await? else {
             return Ok(None);
         };
-        self.update_card_cache(&card).await;
-        Ok(Some(card))
+        let identity = match card.device_id {
+            Some(device) => {
+                let flags = self.devices.enable_polling_of(&[device]).await?;
+                card.identity(flags.get(&device).copied())
+            }
+            None => card.identity(None),
+        };
+        self.update_card_cache(&identity).await;
+        Ok(Some(identity))
     }
 
-    /// Stores the card's snapshot after a write. If Redis refuses, the snapshot is dropped
-    /// instead so that the next poll reads the store rather than stale counters.
-    pub async fn update_card_cache(&self, card: &Card) {
-        if let Err(error) = self.cache.set(card).await {
-            warn!(card_id = %card.id, %error, "cannot update the card cache; invalidating it");
-            if let Err(error) = self.cache.invalidate(card.id).await {
-                warn!(card_id = %card.id, %error, "cannot invalidate the card cache either");
+    /// Stores the card's identity. If Redis refuses, the entry is dropped instead so that the
+    /// next poll reads the store.
+    pub async fn update_card_cache(&self, identity: &CardIdentity) {
+        if let Err(error) = self.cache.set(identity).await {
+            warn!(card_id = %identity.id, %error, "cannot update the card cache; invalidating it");
+            if let Err(error) = self.cache.invalidate(identity.id).await {
+                warn!(card_id = %identity.id, %error, "cannot invalidate the card cache either");
             }
         }
     }

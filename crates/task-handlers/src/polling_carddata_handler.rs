@@ -1,9 +1,11 @@
 //! The usage poll (seed: `polling_carddata_handler.go`).
 //!
-//! Asks the carrier for the card's cumulative usage of its current month, applies it to the
-//! card's month counters (`domain::apply_month_total`: rollover, same-month delta, never
-//! negative), writes counters, usage record and package deduction in one store transaction,
-//! then lets `stop-resume` decide. The handler holds no rule about limits or stopping.
+//! Asks the carrier for the card's cumulative usage of its current month and hands it to the
+//! store, which applies it to the card's month counters *as the locked database row holds them*
+//! (`domain::apply_month_total`: rollover, same-month delta, never negative) and writes
+//! counters, usage record and package deduction in one transaction; then lets `stop-resume`
+//! decide. The handler never computes a delta from a copy of the card: overlapping polls of
+//! one card count every megabyte once. It holds no rule about limits or stopping.
 //!
 //! Most polls change nothing but counters. So the handler first asks `stop-resume`'s decision
 //! table (a pure function) about the card and the packages it just charged. Only when the
@@ -13,11 +15,10 @@
 //! the table would take. Every other path that can change a decision (real-name, package polls,
 //! the package jobs, operators) evaluates on its own.
 
-use crate::flow::apply_decision;
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
 use domain::store::{CardStore, PackageStore};
 use domain::{
-    Card, CardId, MonthUsage, PackageOwner, PackageUsage, TaskType, apply_month_total, month_start,
+    Card, CardId, CardIdentity, MonthUsage, PackageOwner, PackageUsage, TaskType, month_start,
 };
 use gateway::CarrierGateway;
 use std::sync::Arc;
@@ -73,8 +74,9 @@ impl PollingCarddataHandler {
     }
 
     /// The carrier's month total. A failure writes nothing: the caller reschedules the card at
-    /// the retry interval.
-    async fn collect_usage_data(&self, card: &Card) -> Result<MonthUsage, HandlerError> {
+    /// the retry interval. The counters follow the carrier's month; one that disagrees with the
+    /// local calendar is logged and counted.
+    async fn collect_usage_data(&self, card: &CardIdentity) -> Result<MonthUsage, HandlerError> {
         let usage = self.gateway.usage(&card.iccid).await.map_err(|error| {
             warn!(card_id = %card.id, %error,
                 "流量查询失败: cardID={}, error={error} (usage query failed; nothing written, retry later)",
@@ -88,40 +90,35 @@ impl PollingCarddataHandler {
                 .date_naive(),
         );
         if month_start(usage.month) != local {
-            debug!(card_id = %card.id, carrier_month = %usage.month, local_month = %local,
+            warn!(card_id = %card.id, carrier_month = %usage.month, local_month = %local,
                 "the carrier reports another month than the local calendar; following the carrier");
+            telemetry::change(TASK, "carrier_month_mismatch");
         }
         Ok(usage)
     }
 
-    async fn process_card(&self, mut card: Card) -> Result<Polled, HandlerError> {
-        let reported = self.collect_usage_data(&card).await?;
-        let update = apply_month_total(&card.usage, &reported);
-        if update.corrected_downwards {
-            warn!(card_id = %card.id, reported_mb = %reported.month_total_mb,
-                baseline_mb = %card.usage.last_gateway_total_mb,
-                "流量下调: cardID={}, the carrier reported less than before (correction); delta counted as 0, baseline reset",
-                card.id);
-            telemetry::change(TASK, "usage_correction");
-        }
-        let mut valid_packages = None;
-        if update.changes(&card.usage) {
-            let owner = PackageOwner::covering(card.id, card.device_id);
-            let recorded = self
-                .cards
-                .record_usage(
-                    card.id,
-                    &update,
-                    reported.month_total_mb,
-                    owner,
-                    self.base.now(),
-                )
-                .await?;
+    async fn process_card(&self, identity: CardIdentity) -> Result<Option<Polled>, HandlerError> {
+        let reported = self.collect_usage_data(&identity).await?;
+        // The delta is computed against the database row, locked, at write time.
+        let Some(recorded) = self
+            .cards
+            .record_usage(identity.id, &reported, self.base.now())
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut card = recorded.card;
+        if let Some(update) = &recorded.update {
+            if update.corrected_downwards {
+                warn!(card_id = %card.id, reported_mb = %reported.month_total_mb,
+                    "流量下调: cardID={}, the carrier reported less than before (correction); delta counted as 0, baseline reset",
+                    card.id);
+                telemetry::change(TASK, "usage_correction");
+            }
             if update.rolled_over {
                 // Every card rolls over once a month: debug, not info, or the 1st of the month
                 // writes one line per card of the fleet.
                 debug!(card_id = %card.id,
-                    from = ?card.usage.current_month_start_date,
                     to = ?update.counters.current_month_start_date,
                     last_month_total_mb = %update.counters.last_month_total_mb,
                     month_total_mb = %reported.month_total_mb,
@@ -131,22 +128,18 @@ impl PollingCarddataHandler {
             }
             debug!(card_id = %card.id, delta_mb = %update.delta_mb, month = ?update.counters.current_month_start_date,
                 month_usage_mb = %update.counters.current_month_usage_mb, deduction_steps = recorded.steps.len(), "usage recorded");
-            card.data_usage_mb += update.delta_mb;
-            card.usage = update.counters;
-            // At once, before the evaluation: the counters are the next poll's baseline.
-            self.base.update_card_cache(&card).await;
-            valid_packages = recorded.valid_packages;
         }
-        if self.table_asks_for_action(&card, valid_packages).await? {
-            let decision = self
+        if self
+            .table_asks_for_action(&card, recorded.valid_packages)
+            .await?
+        {
+            card = self
                 .stop_resume
-                .evaluate_and_act(card.id, Trigger::Carddata)
-                .await?;
-            if apply_decision(&mut card, &decision) {
-                self.base.update_card_cache(&card).await;
-            }
+                .evaluate(card.id, Trigger::Carddata)
+                .await?
+                .card;
         }
-        Ok(Polled::success(card))
+        Ok(Some(Polled::success(card)))
     }
 }
 

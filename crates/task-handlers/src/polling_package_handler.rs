@@ -5,13 +5,12 @@
 //! `stop-resume` decide: a renewed package resumes a card stopped for `traffic_exhausted` or
 //! `no_package`. Package processing here is data collection and store writes only.
 
-use crate::flow::apply_decision;
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler};
 use domain::store::PackageStore;
-use domain::{Card, CardId, PackageOwner, TaskType};
+use domain::{CardId, CardIdentity, PackageOwner, TaskType};
 use gateway::CarrierGateway;
 use std::sync::Arc;
-use stop_resume::{StopResumeService, Trigger};
+use stop_resume::{StopResumeError, StopResumeService, Trigger};
 use tracing::{debug, warn};
 
 const TASK: TaskType = TaskType::Package;
@@ -39,7 +38,7 @@ impl PollingPackageHandler {
         }
     }
 
-    async fn process_card(&self, mut card: Card) -> Result<Polled, HandlerError> {
+    async fn process_card(&self, card: CardIdentity) -> Result<Option<Polled>, HandlerError> {
         let reported = self.gateway.packages(&card.iccid).await.map_err(|error| {
             warn!(card_id = %card.id, %error,
                 "套餐查询失败: cardID={}, error={error} (package query failed)", card.id);
@@ -52,14 +51,11 @@ impl PollingPackageHandler {
             .await?;
         debug!(card_id = %card.id, owner = ?owner, reported = reported.len(), written,
             "carrier packages written");
-        let decision = self
-            .stop_resume
-            .evaluate_and_act(card.id, Trigger::Package)
-            .await?;
-        if apply_decision(&mut card, &decision) {
-            self.base.update_card_cache(&card).await;
+        match self.stop_resume.evaluate(card.id, Trigger::Package).await {
+            Ok(evaluated) => Ok(Some(Polled::success(evaluated.card))),
+            Err(StopResumeError::CardNotFound(_)) => Ok(None),
+            Err(error) => Err(error.into()),
         }
-        Ok(Polled::success(card))
     }
 }
 

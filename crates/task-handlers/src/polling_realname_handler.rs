@@ -5,10 +5,11 @@
 //! then asks `stop-resume` to evaluate, so a card stopped for `not_realname` resumes at once
 //! instead of at its next usage or package poll.
 
-use crate::flow::apply_decision;
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
 use domain::store::{CardStore, PackageStore};
-use domain::{Card, CardId, NetworkStatus, PackageOwner, RealNameStatus, StopReason, TaskType};
+use domain::{
+    Card, CardId, CardIdentity, NetworkStatus, PackageOwner, RealNameStatus, StopReason, TaskType,
+};
 use gateway::CarrierGateway;
 use std::sync::Arc;
 use stop_resume::{StopResumeService, Trigger};
@@ -42,31 +43,30 @@ impl PollingRealnameHandler {
         }
     }
 
-    async fn process_card(&self, mut card: Card) -> Result<Polled, HandlerError> {
-        let status = self.gateway.realname(&card.iccid).await.map_err(|error| {
-            warn!(card_id = %card.id, %error,
-                "实名查询失败: cardID={}, error={error} (real-name query failed)", card.id);
+    async fn process_card(&self, identity: CardIdentity) -> Result<Option<Polled>, HandlerError> {
+        let status = self.gateway.realname(&identity.iccid).await.map_err(|error| {
+            warn!(card_id = %identity.id, %error,
+                "实名查询失败: cardID={}, error={error} (real-name query failed)", identity.id);
             error
         })?;
-        let before = card.real_name_status;
-        if status == before {
+        // Compare-and-set in the statement: whether the status changed is the database's
+        // answer, not a comparison with a copy of the card.
+        let Some(written) = self.cards.set_real_name(identity.id, status).await? else {
+            return Ok(None);
+        };
+        let mut card = written.card;
+        if !written.changed {
             if resume_pending(&card) {
-                // Verified, yet still stopped for `not_realname`: the evaluation that should
-                // have followed the 0 -> 1 change failed. Ask again rather than wait.
-                self.evaluate(&mut card).await?;
+                // Verified, yet still stopped for `not_realname`: the activation or evaluation
+                // that should have followed the 0 -> 1 change failed. Do them again (both are
+                // idempotent) rather than wait.
+                self.activate_and_evaluate(&mut card).await?;
             }
-            return Ok(Polled::success(card));
+            return Ok(Some(Polled::success(card)));
         }
         let verified = status == RealNameStatus::Verified;
         if verified {
-            // Activation first: it is idempotent, so if the write below fails the retry sees
-            // 0 -> 1 again and nothing is activated twice.
-            let owner = PackageOwner::covering(card.id, card.device_id);
-            let activated = self
-                .packages
-                .activate_on_realname(owner, self.base.now())
-                .await?;
-            info!(card_id = %card.id, device_id = ?card.device_id, activated,
+            info!(card_id = %card.id, device_id = ?card.device_id,
                 "卡实名状态变更: cardID={}, 0→1，触发激活任务和复机评估 (real-name verified: packages waiting for it activated, card evaluated)",
                 card.id);
         } else {
@@ -74,9 +74,6 @@ impl PollingRealnameHandler {
                 "卡实名状态变更: cardID={}, 1→0 (the carrier withdrew the real-name verification)",
                 card.id);
         }
-        self.cards.set_real_name(card.id, status).await?;
-        card.real_name_status = status;
-        self.base.update_card_cache(&card).await;
         telemetry::change(
             TASK,
             if verified {
@@ -85,20 +82,33 @@ impl PollingRealnameHandler {
                 "realname_1_to_0"
             },
         );
-        if verified {
-            self.evaluate(&mut card).await?;
+        // Real-name is a fact config matching reads: the card may now be scheduled for other
+        // task types (seed 000 "Worker 进程卡状态变化重新入队").
+        if let Err(error) = self.base.lifecycle.on_card_facts_changed(&card).await {
+            warn!(card_id = %card.id, %error, "cannot align the card's queues with its new real-name status");
         }
-        Ok(Polled::success(card))
+        if verified {
+            self.activate_and_evaluate(&mut card).await?;
+        }
+        Ok(Some(Polled::success(card)))
     }
 
-    async fn evaluate(&self, card: &mut Card) -> Result<(), HandlerError> {
-        let decision = self
-            .stop_resume
-            .evaluate_and_act(card.id, Trigger::Realname)
+    /// First real-name: the packages waiting for it become active, then the card is evaluated
+    /// (a card stopped for `not_realname` resumes at once).
+    async fn activate_and_evaluate(&self, card: &mut Card) -> Result<(), HandlerError> {
+        let owner = PackageOwner::covering(card.id, card.device_id);
+        let activated = self
+            .packages
+            .activate_on_realname(owner, self.base.now())
             .await?;
-        if apply_decision(card, &decision) {
-            self.base.update_card_cache(card).await;
+        if activated > 0 {
+            info!(card_id = %card.id, activated, "packages waiting for real-name activated");
         }
+        *card = self
+            .stop_resume
+            .evaluate(card.id, Trigger::Realname)
+            .await?
+            .card;
         Ok(())
     }
 }

@@ -6,7 +6,8 @@ use crate::{
 };
 use chrono_tz::Tz;
 use domain::Clock;
-use domain::store::{CardStore, PackageStore};
+use domain::store::{CardStore, DeviceStore, PackageStore};
+use lifecycle::PollingLifecycleService;
 use gateway::CarrierGateway;
 use polling_config::PollingConfigManager;
 use polling_queue::{
@@ -44,6 +45,7 @@ impl Default for HandlerSettings {
 #[derive(Clone)]
 pub struct HandlerDeps {
     pub cards: Arc<dyn CardStore>,
+    pub devices: Arc<dyn DeviceStore>,
     pub packages: Arc<dyn PackageStore>,
     pub gateway: Arc<dyn CarrierGateway>,
     pub stop_resume: StopResumeService,
@@ -54,6 +56,8 @@ pub struct HandlerDeps {
     pub cache: CardCache,
     pub protect: ProtectKeys,
     pub counters: TaskCounters,
+    /// Keeps queue membership equal to the matched config when a poll changes a fact.
+    pub lifecycle: PollingLifecycleService,
     pub clock: Arc<dyn Clock>,
     pub settings: HandlerSettings,
 }
@@ -69,16 +73,18 @@ impl std::fmt::Debug for HandlerDeps {
 impl HandlerDeps {
     /// The shared base every handler is built on.
     pub fn base(&self) -> PollingBase {
-        PollingBase::new(
-            self.cards.clone(),
-            self.configs.clone(),
-            self.queue.clone(),
-            self.semaphore.clone(),
-            self.cache.clone(),
-            self.counters.clone(),
-            self.clock.clone(),
-            self.settings.clone(),
-        )
+        PollingBase {
+            cards: self.cards.clone(),
+            devices: self.devices.clone(),
+            configs: self.configs.clone(),
+            queue: self.queue.clone(),
+            semaphore: self.semaphore.clone(),
+            cache: self.cache.clone(),
+            counters: self.counters.clone(),
+            lifecycle: self.lifecycle.clone(),
+            clock: self.clock.clone(),
+            settings: self.settings.clone(),
+        }
     }
 }
 
@@ -106,13 +112,7 @@ pub fn build_registry(deps: &HandlerDeps) -> Registry {
             deps.packages.clone(),
             deps.stop_resume.clone(),
         )),
-        Arc::new(PollingProtectHandler::new(
-            base,
-            deps.gateway.clone(),
-            deps.cards.clone(),
-            deps.protect.clone(),
-            deps.stop_resume.clone(),
-        )),
+        Arc::new(PollingProtectHandler::new(base, deps.stop_resume.clone())),
     ];
     Registry::new(handlers)
 }

@@ -32,7 +32,8 @@ pub(crate) async fn record_run(
 }
 
 /// A change a poll found and wrote: `realname_0_to_1`, `realname_1_to_0`, `usage_rollover`,
-/// `usage_correction`, `protect_forced_stop`, `protect_forced_start`, ...
+/// `usage_correction`, `carrier_month_mismatch` (the carrier's month is not the local calendar's
+/// month in `CMP_TIMEZONE`), `protect_forced_stop`, `protect_forced_start`, ...
 pub(crate) fn change(task: TaskType, kind: &'static str) {
     metrics::counter!("cmp_handler_changes_total", "task" => task.as_str(), "kind" => kind)
         .increment(1);

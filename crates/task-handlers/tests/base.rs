@@ -10,20 +10,15 @@ use gateway::sim::FaultsPatch;
 use polling_queue::RedisKey;
 use rust_decimal_macros::dec;
 use std::sync::Arc;
-use task_handlers::{Outcome, PollingBase};
+use task_handlers::{HandlerDeps, Outcome, PollingBase};
 use tracing_test::traced_test;
 
 fn base_with(w: &World, cards: MockCardStore) -> PollingBase {
-    PollingBase::new(
-        Arc::new(cards),
-        w.configs.clone(),
-        w.queue.clone(),
-        w.semaphore.clone(),
-        w.cache.clone(),
-        w.counters.clone(),
-        w.deps.clock.clone(),
-        w.deps.settings.clone(),
-    )
+    HandlerDeps {
+        cards: Arc::new(cards),
+        ..w.deps.clone()
+    }
+    .base()
 }
 
 async fn ttl(w: &World, card: CardId) -> i64 {
@@ -36,7 +31,7 @@ async fn ttl(w: &World, card: CardId) -> i64 {
 async fn cache_hit_reads_redis_only_and_slides_the_ttl() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(100)).await;
-    let snapshot = w.db_card(card).await;
+    let snapshot = w.db_card(card).await.identity(None);
     w.cache.set(&snapshot).await.expect("cached");
     let key = w.keys.render(&RedisKey::Card { card });
     let _: bool = w.pool.expire(key, 10, None).await.expect("expire");
@@ -57,9 +52,10 @@ async fn cache_hit_reads_redis_only_and_slides_the_ttl() {
 async fn cache_miss_reads_the_store_and_fills_the_cache() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(200)).await;
-    let snapshot = w.db_card(card).await;
+    let row = w.db_card(card).await;
+    let snapshot = row.identity(None);
     let mut store = MockCardStore::new();
-    let from_db = snapshot.clone();
+    let from_db = row.clone();
     store
         .expect_get()
         .times(1)

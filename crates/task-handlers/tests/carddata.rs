@@ -222,11 +222,7 @@ async fn exhaustion_is_decided_by_stop_resume() {
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.trigger, "carddata");
     let cached = w.cache.get(card).await.expect("cache").expect("cached");
-    assert_eq!(
-        cached.network_status,
-        NetworkStatus::Stopped,
-        "cache follows the decision"
-    );
+    assert_eq!(cached, c.identity(None), "the cache holds the identity only");
 }
 
 /// A downward carrier correction counts 0, rebases, and logs a warning.

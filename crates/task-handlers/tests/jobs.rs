@@ -67,7 +67,7 @@ async fn expiry_without_a_pending_package_stops_the_card() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(101)).await;
     w.add_package(expiring(&w, PackageOwner::Card(card))).await;
-    w.cache.set(&w.db_card(card).await).await.expect("cached");
+    w.cache.set(&w.db_card(card).await.identity(None)).await.expect("cached");
 
     let report = PackageJobs::new(&w.deps)
         .activation_check()

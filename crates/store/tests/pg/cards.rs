@@ -60,15 +60,19 @@ async fn card_round_trip_and_updates() -> anyhow::Result<()> {
         vec![other.id]
     );
 
-    assert!(
-        s.cards
-            .set_real_name(card.id, RealNameStatus::Verified)
-            .await?
-    );
+    let first_write = s
+        .cards
+        .set_real_name(card.id, RealNameStatus::Verified)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert!(first_write.changed);
+    assert_eq!(first_write.card.real_name_status, RealNameStatus::Verified);
     assert!(
         !s.cards
             .set_real_name(card.id, RealNameStatus::Verified)
-            .await?,
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("card gone"))?
+            .changed,
         "unchanged"
     );
     assert!(
@@ -102,12 +106,12 @@ async fn card_round_trip_and_updates() -> anyhow::Result<()> {
         "soft-deleted cards are invisible"
     );
     assert_eq!(s.cards.count().await?, 1);
-    assert!(matches!(
+    assert!(
         s.cards
             .set_real_name(card.id, RealNameStatus::NotVerified)
-            .await,
-        Err(StoreError::NotFound { .. })
-    ));
+            .await?
+            .is_none()
+    );
     assert!(matches!(
         s.cards.set_status(card.id, 1).await,
         Err(StoreError::NotFound { .. })
@@ -246,24 +250,36 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         .await?;
 
     // March's counters, then the carrier reports April: 500 MB.
+    db.conn
+        .execute_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "UPDATE tb_iot_card SET current_month_start_date = '2026-03-01', \
+             current_month_usage_mb = 820, last_gateway_total_mb = 820, \
+             last_month_total_mb = 700 WHERE id = $1",
+            [card.id.get().into()],
+        ))
+        .await?;
     let before = MonthCounters {
         current_month_start_date: Some(date(2026, 3, 1)?),
         current_month_usage_mb: dec!(820),
         last_gateway_total_mb: dec!(820),
         last_month_total_mb: dec!(700),
     };
-    let update = apply_month_total(
-        &before,
-        &MonthUsage {
-            month: date(2026, 4, 2)?,
-            month_total_mb: dec!(500),
-        },
-    );
+    let april = |day, total| -> anyhow::Result<MonthUsage> {
+        Ok(MonthUsage {
+            month: date(2026, 4, day)?,
+            month_total_mb: total,
+        })
+    };
+    let update = apply_month_total(&before, &april(2, dec!(500))?);
     assert!(update.rolled_over);
     let recorded = s
         .cards
-        .record_usage(card.id, &update, dec!(500), owner, now)
-        .await?;
+        .record_usage(card.id, &april(2, dec!(500))?, now)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert_eq!(recorded.update.as_ref(), Some(&update), "applied to the row's counters");
+    assert_eq!(recorded.card.usage, update.counters, "the card after the write");
     // The valid packages come back as they are after the deduction.
     let after: Vec<_> = recorded
         .valid_packages
@@ -315,43 +331,32 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     assert_eq!(after.data_usage_mb, dec!(500));
 
     // Same month, 530: a delta of 30 lands on the last package.
-    let next = apply_month_total(
-        &after.usage,
-        &MonthUsage {
-            month: date(2026, 4, 20)?,
-            month_total_mb: dec!(530),
-        },
-    );
     let steps = s
         .cards
-        .record_usage(card.id, &next, dec!(530), owner, now)
+        .record_usage(card.id, &april(20, dec!(530))?, now)
         .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?
         .steps;
     assert_eq!(steps.len(), 1);
     assert_eq!(
         (steps[0].id, steps[0].real_mb, steps[0].add_virtual_mb),
         (last.id, dec!(30), dec!(60))
     );
-    // Nothing new: no record row, no step.
-    let after = s
+    // The same report again: nothing new, no record row, no step — whoever reported it first.
+    let again = s
         .cards
-        .get(card.id)
+        .record_usage(card.id, &april(21, dec!(530))?, now)
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
-    let same = apply_month_total(
-        &after.usage,
-        &MonthUsage {
-            month: date(2026, 4, 21)?,
-            month_total_mb: dec!(530),
-        },
-    );
-    assert!(
-        s.cards
-            .record_usage(card.id, &same, dec!(530), owner, now)
-            .await?
-            .steps
-            .is_empty()
-    );
+    assert!(again.update.is_none() && again.steps.is_empty());
+    // A lower report is a carrier correction (RULES.md): nothing counted, lifetime usage kept,
+    // the baseline rebased to the carrier's figure.
+    let stale = s
+        .cards
+        .record_usage(card.id, &april(21, dec!(510))?, now)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert_eq!(stale.update.map(|u| u.delta_mb), Some(Decimal::ZERO));
     assert_eq!(
         s.cards.get(card.id).await?.map(|c| c.data_usage_mb),
         Some(dec!(530))
@@ -377,12 +382,12 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
 
     // A deleted card is refused and nothing is charged.
     s.cards.soft_delete(card.id).await?;
-    assert!(matches!(
+    assert!(
         s.cards
-            .record_usage(card.id, &next, dec!(560), owner, now)
-            .await,
-        Err(StoreError::NotFound { .. })
-    ));
+            .record_usage(card.id, &april(22, dec!(560))?, now)
+            .await?
+            .is_none()
+    );
     assert_eq!(
         s.packages
             .usages_of(owner)

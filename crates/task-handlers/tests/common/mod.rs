@@ -157,6 +157,13 @@ impl World {
             .expect("config inserts");
         configs.refresh().await.expect("configs load");
         let gw: Arc<dyn gateway::CarrierGateway> = Arc::new(gateway(&sim));
+        let lifecycle = lifecycle::PollingLifecycleService::new(
+            stores.cards.clone(),
+            stores.devices.clone(),
+            queue.clone(),
+            configs.clone(),
+            arc_clock.clone(),
+        );
         let stop_resume = StopResumeService::new(
             stores.cards.clone(),
             stores.packages.clone(),
@@ -165,9 +172,11 @@ impl World {
             CardLock::new(pool.clone(), keys.clone()),
             arc_clock.clone(),
             StopResumeSettings::default(),
-        );
+        )
+        .with_lifecycle(lifecycle.clone());
         let deps = HandlerDeps {
             cards: stores.cards.clone(),
+            devices: stores.devices.clone(),
             packages: stores.packages.clone(),
             gateway: gw,
             stop_resume,
@@ -177,6 +186,7 @@ impl World {
             cache: cache.clone(),
             protect: protect.clone(),
             counters: counters.clone(),
+            lifecycle,
             clock: arc_clock,
             settings: HandlerSettings {
                 retry_interval: std::time::Duration::from_secs(RETRY_SECS as u64),

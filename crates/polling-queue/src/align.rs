@@ -1,0 +1,97 @@
+//! Queue membership made equal to what a card's matched config schedules (RULES.md,
+//! "Lifecycle": a fact config matching reads changed, or a config changed).
+//!
+//! Unlike the lifecycle's remove-then-add, alignment never moves an existing entry: a card
+//! already queued for a type keeps its score (`ZADD NX`), one no longer scheduled for a type
+//! leaves it (`ZREM`). So it is idempotent and safe to run over cards that are being polled.
+
+use crate::queue_manager::CHUNK;
+use crate::score::to_score;
+use crate::{PollingQueueManager, QueueError};
+use chrono::{DateTime, Utc};
+use domain::{CardId, TaskType};
+use fred::prelude::*;
+use fred::types::Value;
+use std::collections::BTreeMap;
+
+/// What an alignment changed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Aligned {
+    /// Entries added (due at the given time) for types the cards were missing.
+    pub added: u64,
+    /// Entries removed for types no longer scheduled.
+    pub removed: u64,
+}
+
+impl Aligned {
+    pub fn add(&mut self, other: Aligned) {
+        self.added += other.added;
+        self.removed += other.removed;
+    }
+
+    pub fn changed(&self) -> bool {
+        self.added + self.removed > 0
+    }
+}
+
+impl PollingQueueManager {
+    /// Makes the queues of many cards match `wanted[i]` (the types card `i` must be queued
+    /// for; empty: none), adding missing entries with score `due`. One pipeline: per shard and
+    /// type one variadic `ZADD NX` and one `ZREM`.
+    pub async fn align(
+        &self,
+        cards: &[(CardId, [bool; 4])],
+        due: DateTime<Utc>,
+    ) -> Result<Aligned, QueueError> {
+        if cards.is_empty() {
+            return Ok(Aligned::default());
+        }
+        let score = to_score(due);
+        // (shard, type) -> (members to add, members to remove)
+        let mut plan = BTreeMap::<(u32, usize), (Vec<(f64, String)>, Vec<String>)>::new();
+        for (card, wanted) in cards {
+            let shard = self.shard_of(*card);
+            for task in TaskType::ALL {
+                let entry = plan.entry((shard, task.index())).or_default();
+                if wanted[task.index()] {
+                    entry.0.push((score, card.to_string()));
+                } else {
+                    entry.1.push(card.to_string());
+                }
+            }
+        }
+        let pipe = self.pool.next().pipeline();
+        let mut kinds = Vec::new();
+        for ((shard, task), (add, remove)) in &plan {
+            let key = self.keys.shard_queue(*shard, TaskType::ALL[*task]);
+            for chunk in add.chunks(CHUNK) {
+                let _: () = pipe
+                    .zadd(
+                        key.as_str(),
+                        Some(SetOptions::NX),
+                        None,
+                        false,
+                        false,
+                        chunk.to_vec(),
+                    )
+                    .await?;
+                kinds.push(true);
+            }
+            for chunk in remove.chunks(CHUNK) {
+                let _: () = pipe.zrem(key.as_str(), chunk.to_vec()).await?;
+                kinds.push(false);
+            }
+        }
+        let replies: Vec<Value> = pipe.all().await?;
+        let mut out = Aligned::default();
+        for (is_add, reply) in kinds.into_iter().zip(replies) {
+            let n = reply.as_u64().unwrap_or(0);
+            if is_add {
+                out.added += n;
+            } else {
+                out.removed += n;
+            }
+        }
+        Ok(out)
+    }
+}
