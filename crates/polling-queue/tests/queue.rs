@@ -604,7 +604,7 @@ impl Model {
         due.iter()
             .enumerate()
             .map(|(i, (_, m))| {
-                q.insert(m.clone(), deadline + i as f64 * 0.000001);
+                q.insert(m.clone(), lease_score(deadline, i));
                 m.parse().map(CardId).unwrap_or(CardId(-1))
             })
             .collect()
@@ -675,4 +675,9 @@ async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
         assert_eq!((seen.len(), unique.len()), (queued, queued), "seed {seed}");
     }
     Ok(())
+}
+
+/// The lease score of the `i`-th member of a dequeue (see `lua/dequeue.lua`).
+fn lease_score(deadline: f64, i: usize) -> f64 {
+    deadline + (i / 500) as f64 * 0.001 + 0.0005 + (i % 500) as f64 * 0.000001
 }

@@ -31,6 +31,7 @@ fn every_script_is_embedded_and_checked() -> anyhow::Result<()> {
     assert_eq!(
         names,
         [
+            "claim.lua",
             "compare_delete.lua",
             "compare_pexpire.lua",
             "dequeue.lua",

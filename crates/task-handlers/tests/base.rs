@@ -205,10 +205,11 @@ async fn missing_card_is_skipped_and_unqueued() {
     }
 }
 
-/// A card no config schedules any more is not polled and is parked at the retry interval (not
-/// dropped: the config or the card's state may change back without a lifecycle event).
+/// A card whose matched config no longer schedules the type (here: no config matches any
+/// more, the reconciliation has not reached it yet) leaves its queues with that poll, instead
+/// of being parked forever (invariant 8).
 #[tokio::test]
-async fn unscheduled_card_is_parked_at_the_retry_interval() {
+async fn unscheduled_card_leaves_its_queues() {
     let w = World::new().await;
     let card = w
         .card(CardSpec {
@@ -224,16 +225,11 @@ async fn unscheduled_card_is_parked_at_the_retry_interval() {
         .expect("disabled");
     w.configs.refresh().await.expect("refresh");
 
-    assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Skipped);
+    assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
 
-    assert_score(
-        w.score(card, TaskType::Carddata).await,
-        w.at(RETRY_SECS),
-        "parked",
-    );
-    let sim = w.sim.state().card(&common::iccid(100)).expect("sim card");
-    assert_eq!(sim.usage_queries, 0, "no gateway call");
-    assert_eq!(w.db_card(card).await.usage.current_month_start_date, None);
+    for task in TaskType::ALL {
+        assert_eq!(w.score(card, task).await, None, "{task} entry removed");
+    }
 }
 
 /// A card removed by the lifecycle while it was being polled is not brought back (ZADD XX).

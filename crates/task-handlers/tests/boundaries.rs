@@ -84,19 +84,20 @@ fn handlers_hold_no_stop_resume_logic() {
     }
 }
 
+/// Every stop and start, the protect handler's forced corrections included, goes through
+/// `stop-resume` (its lock, audit row and metrics): no handler calls the gateway's stop/start.
 #[test]
-fn only_the_protect_handler_calls_gateway_stop_or_start() {
+fn no_handler_calls_gateway_stop_or_start() {
     for (path, text) in handler_sources() {
         let calls = text.contains(".stop(") || text.contains(".start(");
-        if name(&path) == "polling_protect_handler.rs" {
-            assert!(
-                calls,
-                "the protect handler's forced corrections call the gateway"
-            );
-        } else {
-            assert!(!calls, "{} calls the gateway's stop/start", name(&path));
-        }
+        assert!(!calls, "{} calls the gateway's stop/start", name(&path));
     }
+    let protect = std::fs::read_to_string(crate_dir().join("src/polling_protect_handler.rs"))
+        .expect("source reads");
+    assert!(
+        protect.contains("enforce_protect"),
+        "the protect handler's corrections are stop-resume's"
+    );
 }
 
 #[test]
