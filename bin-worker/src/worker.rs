@@ -51,6 +51,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         clock: c.clock.clone(),
         settings: HandlerSettings {
             retry_interval: c.settings.retry_interval,
+            timezone: c.settings.timezone,
             ..HandlerSettings::default()
         },
     };

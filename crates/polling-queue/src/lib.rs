@@ -39,4 +39,4 @@ pub use queue_manager::{PollingQueueManager, QueueSettings};
 pub use ratelimit::RedisRateLimiter;
 pub use score::to_score;
 pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
-pub use stats::{HourlyCounts, TaskCounters, TaskOutcome, TaskStats};
+pub use stats::{HOURLY_RETENTION, HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

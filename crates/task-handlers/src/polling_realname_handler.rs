@@ -64,7 +64,7 @@ impl PollingRealnameHandler {
             let owner = PackageOwner::covering(card.id, card.device_id);
             let activated = self
                 .packages
-                .activate_on_realname(owner, self.base.now())
+                .activate_on_realname(owner, self.base.now(), self.base.settings().timezone)
                 .await?;
             info!(card_id = %card.id, device_id = ?card.device_id, activated,
                 "卡实名状态变更: cardID={}, 0→1，触发激活任务和复机评估 (real-name verified: packages waiting for it activated, card evaluated)",
