@@ -2,8 +2,9 @@
 //!
 //! Owns the [`CarrierGateway`] trait every handler calls, its HTTP implementation
 //! [`HttpGateway`] (one pooled client, a timeout on every call, retries for `stop`/`start`, the
-//! cluster-wide rate limit through [`domain::RateLimiter`]) and [`sim`], the in-memory carrier
-//! (`gateway-sim`) that tests, benchmarks and the demo run against.
+//! cluster-wide rate limit through [`domain::RateLimiter`], one bucket per carrier) and the
+//! wire types of [`protocol`]. The in-memory carrier that tests, benchmarks and the demo run
+//! against is the `gateway-sim` crate, so linking the client does not link a web server.
 //!
 //! It speaks the wire protocol of `CONTRACT.md` ("Carrier gateway protocol") and nothing else:
 //! no Redis, no database, no crate of ours but `domain`. Callers decide what to do from
@@ -12,7 +13,6 @@
 mod client;
 mod error;
 pub mod protocol;
-pub mod sim;
 
 pub use client::{GatewayConfig, HttpGateway, RetryPolicy};
 pub use error::GatewayError;
@@ -89,7 +89,8 @@ mod gateway_trait {
             matches!(self, CallKind::Stop | CallKind::Start)
         }
 
-        pub(crate) const fn index(self) -> usize {
+        /// A dense index (0..5) for per-call counters.
+        pub const fn index(self) -> usize {
             self as usize
         }
     }

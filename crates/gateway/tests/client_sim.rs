@@ -5,10 +5,10 @@ mod common;
 use chrono::{NaiveDate, TimeZone, Utc};
 use common::{client, config, register, sim, sim_with};
 use domain::{CarrierPackage, ManualClock, NetworkStatus, PackageStatus, RealNameStatus};
-use gateway::sim::{
+use gateway::{CallKind, CarrierGateway, GatewayError, HttpGateway};
+use gateway_sim::{
     FaultsPatch, Script, ScriptStep, SimCardPatch, SimCardSpec, SimControl, SimOptions,
 };
-use gateway::{CallKind, CarrierGateway, GatewayError, HttpGateway};
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,7 +118,7 @@ async fn timeout_fires_at_the_configured_bound_without_blocking_the_sim() {
         })
         .unwrap();
     sim.state().set_script(Script {
-        fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)],
+        fail_next: vec![ScriptStep::Hang(gateway_sim::Hang::Hang)],
         call: Some(CallKind::Usage),
     });
     let slow = tokio::spawn({
@@ -132,7 +132,7 @@ async fn timeout_fires_at_the_configured_bound_without_blocking_the_sim() {
     assert_eq!(slow.await.unwrap(), Err(GatewayError::Timeout));
     // Shutdown ends hanging requests instead of waiting for them.
     sim.state().set_script(Script {
-        fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)],
+        fail_next: vec![ScriptStep::Hang(gateway_sim::Hang::Hang)],
         call: None,
     });
     let _hanging = tokio::spawn({

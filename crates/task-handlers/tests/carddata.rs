@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use common::{CARDDATA_SECS, CardSpec, RETRY_SECS, World, assert_score, iccid};
 use domain::{CardId, NetworkStatus, PackageOwner, StopReason, TaskType};
 use gateway::CallKind;
-use gateway::sim::{Hang, Script, ScriptStep, SimCardPatch};
+use gateway_sim::{Hang, Script, ScriptStep, SimCardPatch};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use sea_orm::Value;

@@ -1,8 +1,8 @@
 //! Unit tests of the HTTP client (the simulator-backed ones live in `tests/`).
 
 use super::*;
-use crate::sim::{SimCardSpec, SimOptions, SimServer};
 use domain::RateLimitError;
+use gateway_sim::{SimCardSpec, SimOptions, SimServer};
 
 // `domain` builds `MockRateLimiter` but does not export it; the same mock, here.
 mockall::mock! {
@@ -14,7 +14,7 @@ mockall::mock! {
     }
 }
 
-async fn sim_and_client(limiter: MockRateLimiter) -> (crate::sim::SimHandle, HttpGateway) {
+async fn sim_and_client(limiter: MockRateLimiter) -> (gateway_sim::SimHandle, HttpGateway) {
     let sim = SimServer::start(SimOptions::default()).await.unwrap();
     sim.state()
         .upsert_cards(vec![SimCardSpec::new("1")])
