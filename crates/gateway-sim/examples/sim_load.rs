@@ -11,6 +11,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+use domain::CarrierId;
 use gateway::{CarrierGateway, GatewayConfig, HttpGateway};
 use gateway_sim::{MAX_CARDS_PER_CALL, SimCardSpec, SimControl, SimOptions, SimServer};
 use std::sync::Arc;
@@ -78,7 +79,7 @@ async fn main() -> anyhow::Result<()> {
             tokio::spawn(async move {
                 let mut i = w;
                 while Instant::now() < until {
-                    match gw.usage(&iccid(i % queried)).await {
+                    match gw.usage(CarrierId(1), &iccid(i % queried)).await {
                         Ok(_) => ok.fetch_add(1, Ordering::Relaxed),
                         Err(_) => failed.fetch_add(1, Ordering::Relaxed),
                     };

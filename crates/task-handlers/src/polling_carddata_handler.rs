@@ -75,7 +75,7 @@ impl PollingCarddataHandler {
     /// The carrier's month total. A failure writes nothing: the caller reschedules the card at
     /// the retry interval.
     async fn collect_usage_data(&self, card: &Card) -> Result<MonthUsage, HandlerError> {
-        let usage = self.gateway.usage(&card.iccid).await.map_err(|error| {
+        let usage = self.gateway.usage(card.carrier_id, &card.iccid).await.map_err(|error| {
             warn!(card_id = %card.id, %error,
                 "流量查询失败: cardID={}, error={error} (usage query failed; nothing written, retry later)",
                 card.id);

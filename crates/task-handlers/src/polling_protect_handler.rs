@@ -101,8 +101,14 @@ impl PollingProtectHandler {
         to: NetworkStatus,
     ) -> Result<(), HandlerError> {
         let (call, answer) = match to {
-            NetworkStatus::Stopped => ("stop", self.gateway.stop(&card.iccid).await),
-            NetworkStatus::Online => ("start", self.gateway.start(&card.iccid).await),
+            NetworkStatus::Stopped => (
+                "stop",
+                self.gateway.stop(card.carrier_id, &card.iccid).await,
+            ),
+            NetworkStatus::Online => (
+                "start",
+                self.gateway.start(card.carrier_id, &card.iccid).await,
+            ),
         };
         let got = answer.map_err(|error| {
             warn!(card_id = %card.id, device_id = %device, call, %error,

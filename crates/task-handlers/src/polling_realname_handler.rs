@@ -43,11 +43,15 @@ impl PollingRealnameHandler {
     }
 
     async fn process_card(&self, mut card: Card) -> Result<Polled, HandlerError> {
-        let status = self.gateway.realname(&card.iccid).await.map_err(|error| {
-            warn!(card_id = %card.id, %error,
+        let status = self
+            .gateway
+            .realname(card.carrier_id, &card.iccid)
+            .await
+            .map_err(|error| {
+                warn!(card_id = %card.id, %error,
                 "实名查询失败: cardID={}, error={error} (real-name query failed)", card.id);
-            error
-        })?;
+                error
+            })?;
         let before = card.real_name_status;
         if status == before {
             if resume_pending(&card) {

@@ -81,7 +81,7 @@ async fn connect(url: &str, max: u32) -> anyhow::Result<DatabaseConnection> {
 }
 
 /// Builds the migrated template for the current schema once (across processes) and returns its
-/// name. Also sweeps stale templates and leftover test databases.
+/// name. Also sweeps a half-built template of this schema and leftover test databases.
 async fn ensure_template(admin_url: &str) -> anyhow::Result<String> {
     let template = format!("cmp_tpl_{}", migrations::schema_fingerprint());
     let admin = connect(admin_url, 1).await?;
@@ -144,7 +144,10 @@ async fn build_template(
                 .unwrap_or(0);
             now.saturating_sub(born) > SWEEP_AFTER_SECS
         } else {
-            true // a template of an older schema
+            // A template of another schema: kept. Several worktrees or branches share one
+            // PostgreSQL, each with its own migrations; dropping their templates (WITH FORCE)
+            // failed their running tests with "template database ... does not exist".
+            false
         };
         if stale {
             if name.starts_with("cmp_tpl_") {
