@@ -47,6 +47,8 @@ deps-check:
         forbid "$c" scheduler task-handlers
     done
     forbid domain fred reqwest axum
+    # The simulator (a web server with a command line) lives in gateway-sim, not in the client.
+    forbid gateway axum clap
     if [ "$fail" -ne 0 ]; then exit 1; fi
     echo "dependency rules hold"
 

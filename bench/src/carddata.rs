@@ -20,8 +20,8 @@ use crate::{fleet, rss};
 use anyhow::Context;
 use domain::{Clock, Intervals, SystemClock, TaskType};
 use fred::prelude::ClientLike as _;
-use gateway::sim::{Faults, SimCardSpec, SimOptions, SimServer};
 use gateway::{GatewayConfig, HttpGateway};
+use gateway_sim::{Faults, SimCardSpec, SimOptions, SimServer};
 use polling_config::PollingConfigManager;
 use polling_queue::{
     CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,

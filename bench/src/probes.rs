@@ -2,7 +2,9 @@
 //! goes (handler latency, gateway latency) and what PostgreSQL's backends wait on.
 
 use async_trait::async_trait;
-use domain::{CardId, CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus, TaskType};
+use domain::{
+    CardId, CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus, TaskType,
+};
 use gateway::{CarrierGateway, GatewayError};
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use std::collections::BTreeMap;
@@ -101,20 +103,28 @@ pub(crate) struct TimedGateway {
 
 #[async_trait]
 impl CarrierGateway for TimedGateway {
-    async fn realname(&self, iccid: &str) -> Result<RealNameStatus, GatewayError> {
-        self.timing.time(self.inner.realname(iccid)).await
+    async fn realname(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<RealNameStatus, GatewayError> {
+        self.timing.time(self.inner.realname(carrier, iccid)).await
     }
-    async fn usage(&self, iccid: &str) -> Result<MonthUsage, GatewayError> {
-        self.timing.time(self.inner.usage(iccid)).await
+    async fn usage(&self, carrier: CarrierId, iccid: &str) -> Result<MonthUsage, GatewayError> {
+        self.timing.time(self.inner.usage(carrier, iccid)).await
     }
-    async fn packages(&self, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError> {
-        self.timing.time(self.inner.packages(iccid)).await
+    async fn packages(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<Vec<CarrierPackage>, GatewayError> {
+        self.timing.time(self.inner.packages(carrier, iccid)).await
     }
-    async fn stop(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        self.timing.time(self.inner.stop(iccid)).await
+    async fn stop(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        self.timing.time(self.inner.stop(carrier, iccid)).await
     }
-    async fn start(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        self.timing.time(self.inner.start(iccid)).await
+    async fn start(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        self.timing.time(self.inner.start(carrier, iccid)).await
     }
 }
 

@@ -84,6 +84,12 @@ impl Components {
         let mut config = GatewayConfig::new(self.settings.gateway_url.clone());
         config.timeout = self.settings.gateway_timeout;
         config.rate_limit_per_sec = self.settings.gateway_rate_limit;
+        config.rate_limits = self
+            .settings
+            .gateway_rate_limits
+            .iter()
+            .map(|(carrier, rate)| (domain::CarrierId(*carrier), *rate))
+            .collect();
         let limiter = RedisRateLimiter::new(self.redis.clone(), self.keys.clone());
         HttpGateway::new(config, Some(Arc::new(limiter)))
             .context("build the gateway client (CMP_GATEWAY_URL)")

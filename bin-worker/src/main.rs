@@ -3,6 +3,7 @@
 
 mod components;
 mod init;
+mod jobs;
 mod seed;
 mod worker;
 

@@ -1,10 +1,11 @@
 //! `cmp-worker run`: the engine of one node — config refresh, initializer when needed, the
-//! scheduler with the four handlers and the periodic package jobs, health and metrics.
+//! scheduler with the four handlers and the periodic jobs, health and metrics.
 
 use crate::components::Components;
+use crate::jobs::{ActivationCheck, DataReset, UsagePartitions};
 use anyhow::Context;
 use lifecycle::{InitMode, LifecycleError};
-use scheduler::{BoxError, PeriodicJob, Scheduler, SchedulerSettings};
+use scheduler::{Scheduler, SchedulerSettings};
 use settings::Settings;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +58,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         clock: c.clock.clone(),
         settings: HandlerSettings {
             retry_interval: c.settings.retry_interval,
+            timezone: c.settings.timezone,
             ..HandlerSettings::default()
         },
     };
@@ -78,7 +80,11 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     )
     .with_semaphore(deps.semaphore.clone())
     .with_job(Box::new(ActivationCheck(jobs.clone())))
-    .with_job(Box::new(DataReset(jobs)));
+    .with_job(Box::new(DataReset(jobs)))
+    .with_job(Box::new(UsagePartitions::new(
+        c.stores.cleanup.clone(),
+        c.clock.clone(),
+    )));
 
     let report = scheduler.run(shutdown.clone()).await;
     shutdown.cancel();
@@ -138,41 +144,5 @@ async fn initialize_if_needed(initializer: lifecycle::CardInitializer) {
         Err(e) => {
             tracing::error!(error = %e, "initializer failed; `cmp-worker init --repair` resumes it")
         }
-    }
-}
-
-/// Package expiry and activation, once a minute on one node.
-struct ActivationCheck(Arc<PackageJobs>);
-
-#[async_trait::async_trait]
-impl PeriodicJob for ActivationCheck {
-    fn name(&self) -> &'static str {
-        "package_activation"
-    }
-    fn every(&self) -> Duration {
-        Duration::from_secs(60)
-    }
-    async fn run(&self) -> Result<(), BoxError> {
-        self.0
-            .activation_check()
-            .await
-            .map(|_| ())
-            .map_err(Into::into)
-    }
-}
-
-/// Monthly data reset, checked once a minute on one node.
-struct DataReset(Arc<PackageJobs>);
-
-#[async_trait::async_trait]
-impl PeriodicJob for DataReset {
-    fn name(&self) -> &'static str {
-        "data_reset"
-    }
-    fn every(&self) -> Duration {
-        Duration::from_secs(60)
-    }
-    async fn run(&self) -> Result<(), BoxError> {
-        self.0.data_reset().await.map(|_| ()).map_err(Into::into)
     }
 }

@@ -5,7 +5,7 @@ mod common;
 use chrono::Utc;
 use common::*;
 use domain::{NetworkStatus, PackageOwner, StopReason, TaskType};
-use gateway::sim::SimCardPatch;
+use gateway_sim::SimCardPatch;
 use rust_decimal::Decimal;
 use std::time::Duration;
 

@@ -5,7 +5,7 @@ mod common;
 use chrono::Utc;
 use common::*;
 use domain::TaskType;
-use gateway::sim::FaultsPatch;
+use gateway_sim::FaultsPatch;
 use std::time::Duration;
 
 #[tokio::test]

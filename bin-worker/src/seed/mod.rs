@@ -13,7 +13,7 @@ use domain::{
     CardCategory, CarrierId, CarrierPackage, DeviceId, NetworkStatus, NewCard, NewDevice,
     NewPackageUsage, PackageOwner, PackageStatus, RealNameStatus, ResetCycle,
 };
-use gateway::sim::{SimCardSpec, SimControl};
+use gateway_sim::{SimCardSpec, SimControl};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

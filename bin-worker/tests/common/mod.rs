@@ -8,7 +8,7 @@ use domain::{
     CardCategory, CardId, CarrierId, Intervals, NetworkStatus, NewCard, NewPackageUsage,
     PackageOwner, PackageStatus, PollingConfigInput, RealNameStatus, ResetCycle, TaskType,
 };
-use gateway::sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
+use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use polling_queue::{Keys, PollingQueueManager, QueueSettings};
 use rust_decimal::Decimal;
 use std::process::Stdio;

@@ -32,6 +32,7 @@ macro_rules! str_enum {
 
 mod admin;
 mod audit;
+pub mod calendar;
 mod card;
 mod clock;
 mod config;

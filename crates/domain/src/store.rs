@@ -9,11 +9,12 @@ use crate::{
     AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole, Card,
     CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, CleanupConfig,
     CleanupConfigId, CleanupConfigInput, CleanupLog, DeductionStep, Device, DeviceId,
-    ManualTriggerLog, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice, NewPackage, NewPackageUsage,
-    Package, PackageId, PackageOwner, PackageUsage, PollingConfig, PollingConfigId,
-    PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
+    ManualTriggerLog, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice, NewPackage,
+    NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage, PollingConfig,
+    PollingConfigId, PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
 };
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
+use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -192,20 +193,45 @@ pub trait PackageStore: Send + Sync {
         packages: &[CarrierPackage],
     ) -> StoreResult<u64>;
     /// First real-name: the owner's `pending` packages with `activate_on_realname` become
-    /// active from `now`. Returns how many.
+    /// active from `now`; their expiry and first monthly reset fall on the calendar of `tz`
+    /// (`CMP_TIMEZONE`). Returns how many.
     async fn activate_on_realname(
         &self,
         owner: PackageOwner,
         now: DateTime<Utc>,
+        tz: Tz,
     ) -> StoreResult<u64>;
-    /// Expiry and activation (one batch): active packages with `expires_at <= now` become
-    /// expired; each owner then left without a valid package gets its next `pending` package
-    /// (purchase order, not waiting for real-name) activated from `now`. Returns every owner
-    /// touched.
-    async fn expire_and_activate(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>>;
-    /// Monthly reset (one batch): `used_mb = 0`, `next_reset_at += 1 month` for due packages.
-    /// Returns the owners touched.
-    async fn reset_monthly(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>>;
+    /// Expiry and activation, one bounded batch in its own transaction: at most `limit`
+    /// active packages with `expires_at <= now` become expired; each owner then left without
+    /// a valid package gets its next `pending` package (purchase order, not waiting for
+    /// real-name) activated from `now` on the calendar of `tz`. `rows` < `limit`: nothing
+    /// more is due.
+    async fn expire_and_activate(
+        &self,
+        now: DateTime<Utc>,
+        tz: Tz,
+        limit: u32,
+    ) -> StoreResult<PackageBatch>;
+    /// Monthly reset, one bounded batch in its own transaction: at most `limit` due packages
+    /// get `used_mb = 0` and `next_reset_at` = the first boundary after `now` anchored on the
+    /// package's reset day in `tz` (`domain::calendar::next_monthly_reset`). `rows` < `limit`:
+    /// nothing more is due.
+    async fn reset_monthly(
+        &self,
+        now: DateTime<Utc>,
+        tz: Tz,
+        limit: u32,
+    ) -> StoreResult<PackageBatch>;
+}
+
+/// What one batch of a package job changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackageBatch {
+    /// Packages the batch changed (expired, or reset); compare with the limit to know if more
+    /// are due.
+    pub rows: u64,
+    /// The cards and devices whose packages changed, each once.
+    pub owners: Vec<PackageOwner>,
 }
 
 /// Polling configs: `tb_polling_config`.
@@ -254,6 +280,11 @@ pub trait AlertStore: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait::async_trait]
 pub trait CleanupStore: Send + Sync {
+    /// Creates the monthly partitions of `tb_data_usage_record` (boundaries at UTC
+    /// midnight, see `docs/decisions.md`) for the month of `from` and
+    /// the `months - 1` after it where missing (`cmp_ensure_usage_partitions`). Returns how
+    /// many were created.
+    async fn ensure_usage_partitions(&self, from: NaiveDate, months: u32) -> StoreResult<u32>;
     async fn list_configs(&self, page: Page) -> StoreResult<Paged<CleanupConfig>>;
     async fn get_config(&self, id: CleanupConfigId) -> StoreResult<Option<CleanupConfig>>;
     async fn insert_config(&self, config: &CleanupConfigInput) -> StoreResult<CleanupConfig>;

@@ -4,8 +4,8 @@
 //! tried once: their caller reschedules the card. `stop`/`start` are tried up to
 //! `retry.attempts` times on retryable errors (timeout, throttled, 5xx, transport) with
 //! exponential back-off and jitter, or after the carrier's `Retry-After` when it sends one
-//! (up to `retry.max_retry_after`). Before each request a slot of the shared budget is
-//! reserved when a limiter and a non-zero rate are set.
+//! (up to `retry.max_retry_after`). Before each request a slot of the card's carrier's shared
+//! budget (bucket = the carrier id) is reserved when a limiter and a non-zero rate are set.
 //!
 //! Metrics: `cmp_gateway_requests_total{call, outcome}` per HTTP request (outcome `ok`,
 //! `not_found`, `throttled`, `timeout`, `carrier_5xx`, `carrier_4xx`, `decode_error`,
@@ -17,68 +17,32 @@ use crate::protocol::{
 };
 use crate::{CallKind, CarrierGateway, GatewayError};
 use async_trait::async_trait;
-use domain::{CarrierPackage, MonthUsage, NetworkStatus, RateLimiter, RealNameStatus};
-use rand::Rng;
+use domain::{CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RateLimiter, RealNameStatus};
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
-/// How `stop` and `start` retry. Queries never retry: their caller reschedules the card.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Tries in all, the first included (3: one call and two retries).
-    pub attempts: u32,
-    /// Back-off before the first retry; doubles each time, with jitter.
-    pub base_delay: Duration,
-    /// Cap of the exponential back-off.
-    pub max_delay: Duration,
-    /// A `Retry-After` up to this is waited for; a longer one ends the retries at once (the
-    /// carrier asks us to come back much later: the caller reschedules instead).
-    pub max_retry_after: Duration,
-}
+mod retry;
+pub use retry::RetryPolicy;
 
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            attempts: 3,
-            base_delay: Duration::from_millis(200),
-            max_delay: Duration::from_secs(2),
-            max_retry_after: Duration::from_secs(5),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The back-off before retry number `retry` (1 = the first retry): `base * 2^(retry-1)`
-    /// capped at `max_delay`, then a uniform draw in its upper half so that callers failed by
-    /// the same incident do not come back in lockstep.
-    pub fn backoff(&self, retry: u32) -> Duration {
-        let exp = self
-            .base_delay
-            .saturating_mul(
-                1u32.checked_shl(retry.saturating_sub(1))
-                    .unwrap_or(u32::MAX),
-            )
-            .min(self.max_delay);
-        let ms = u64::try_from(exp.as_millis()).unwrap_or(u64::MAX);
-        Duration::from_millis(rand::rng().random_range(ms / 2..=ms))
-    }
-}
-
-/// Settings of the client; `CMP_GATEWAY_URL`, `CMP_GATEWAY_TIMEOUT_MS` and
-/// `CMP_GATEWAY_RATE_LIMIT` fill the first three (the `settings` crate reads them).
+/// Settings of the client; `CMP_GATEWAY_URL`, `CMP_GATEWAY_TIMEOUT_MS`,
+/// `CMP_GATEWAY_RATE_LIMIT` and `CMP_GATEWAY_RATE_LIMITS` fill the first four (the `settings`
+/// crate reads them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayConfig {
     /// E.g. `http://127.0.0.1:7070`; the `/v1/cards/*` paths are appended.
     pub base_url: String,
     /// Bound of every HTTP request, connect to last body byte (default 5 s).
     pub timeout: Duration,
-    /// Calls per second shared by the whole cluster for `rate_limit_bucket`; 0 = no limit.
+    /// Calls per second per carrier, shared by the whole cluster, for every carrier without
+    /// an override; 0 = no limit.
     pub rate_limit_per_sec: u32,
-    /// The carrier account the budget belongs to (`polling:ratelimit:gateway:{bucket}`).
-    pub rate_limit_bucket: String,
+    /// Per-carrier rates that replace the default (0 = no limit for that carrier). Each
+    /// carrier has its own bucket, `polling:ratelimit:gateway:{carrier_id}`.
+    pub rate_limits: BTreeMap<CarrierId, u32>,
     /// Longest wait for a rate-limit slot; beyond it the call reports `Throttled` at once.
     pub max_rate_wait: Duration,
     pub retry: RetryPolicy,
@@ -91,7 +55,7 @@ impl GatewayConfig {
             base_url: base_url.into(),
             timeout: Duration::from_millis(5000),
             rate_limit_per_sec: 0,
-            rate_limit_bucket: "default".to_owned(),
+            rate_limits: BTreeMap::new(),
             max_rate_wait: Duration::from_secs(2),
             retry: RetryPolicy::default(),
         }
@@ -147,10 +111,20 @@ impl HttpGateway {
         &self.config
     }
 
+    /// The budget of `carrier`: its override, else the default.
+    pub fn rate_of(&self, carrier: CarrierId) -> u32 {
+        self.config
+            .rate_limits
+            .get(&carrier)
+            .copied()
+            .unwrap_or(self.config.rate_limit_per_sec)
+    }
+
     /// One protocol call: a single try for queries, up to `retry.attempts` for commands.
     async fn call<T: DeserializeOwned>(
         &self,
         kind: CallKind,
+        carrier: CarrierId,
         iccid: &str,
     ) -> Result<T, GatewayError> {
         let attempts = if kind.is_command() {
@@ -160,7 +134,7 @@ impl HttpGateway {
         };
         let mut tried = 1;
         loop {
-            let err = match self.attempt(kind, iccid).await {
+            let err = match self.attempt(kind, carrier, iccid).await {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
@@ -188,9 +162,10 @@ impl HttpGateway {
     async fn attempt<T: DeserializeOwned>(
         &self,
         kind: CallKind,
+        carrier: CarrierId,
         iccid: &str,
     ) -> Result<T, GatewayError> {
-        if let Err(e) = self.wait_for_slot(kind).await {
+        if let Err(e) = self.wait_for_slot(kind, carrier).await {
             record(kind, "rate_limited", None);
             return Err(e);
         }
@@ -211,19 +186,16 @@ impl HttpGateway {
     /// (Redis down), the call goes ahead. The carrier still enforces its quota with 429s, which
     /// we handle; failing closed would turn a Redis blip into a halt of every poll and every
     /// stop/start in the cluster.
-    async fn wait_for_slot(&self, kind: CallKind) -> Result<(), GatewayError> {
-        let (Some(limiter), rate) = (&self.limiter, self.config.rate_limit_per_sec) else {
+    async fn wait_for_slot(&self, kind: CallKind, carrier: CarrierId) -> Result<(), GatewayError> {
+        let (Some(limiter), rate) = (&self.limiter, self.rate_of(carrier)) else {
             return Ok(());
         };
         if rate == 0 {
             return Ok(());
         }
+        let bucket = carrier.to_string();
         match limiter
-            .reserve(
-                &self.config.rate_limit_bucket,
-                rate,
-                self.config.max_rate_wait,
-            )
+            .reserve(&bucket, rate, self.config.max_rate_wait)
             .await
         {
             Ok(Some(wait)) => {
@@ -234,7 +206,7 @@ impl HttpGateway {
             }
             Ok(None) => Err(GatewayError::Throttled { retry_after: None }),
             Err(e) => {
-                warn!(call = %kind, bucket = %self.config.rate_limit_bucket, error = %e, "rate limiter unavailable, calling without it");
+                warn!(call = %kind, carrier = %carrier, error = %e, "rate limiter unavailable, calling without it");
                 Ok(())
             }
         }
@@ -327,14 +299,18 @@ fn check_iccid(kind: CallKind, asked: &str, answered: &str) -> Result<(), Gatewa
 
 #[async_trait]
 impl CarrierGateway for HttpGateway {
-    async fn realname(&self, iccid: &str) -> Result<RealNameStatus, GatewayError> {
-        let a: RealNameAnswer = self.call(CallKind::Realname, iccid).await?;
+    async fn realname(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<RealNameStatus, GatewayError> {
+        let a: RealNameAnswer = self.call(CallKind::Realname, carrier, iccid).await?;
         check_iccid(CallKind::Realname, iccid, &a.iccid)?;
         Ok(a.real_name_status)
     }
 
-    async fn usage(&self, iccid: &str) -> Result<MonthUsage, GatewayError> {
-        let a: UsageAnswer = self.call(CallKind::Usage, iccid).await?;
+    async fn usage(&self, carrier: CarrierId, iccid: &str) -> Result<MonthUsage, GatewayError> {
+        let a: UsageAnswer = self.call(CallKind::Usage, carrier, iccid).await?;
         check_iccid(CallKind::Usage, iccid, &a.iccid)?;
         let month = parse_month(&a.month)
             .ok_or_else(|| GatewayError::Decode(format!("bad month `{}`", a.month)))?;
@@ -344,20 +320,24 @@ impl CarrierGateway for HttpGateway {
         })
     }
 
-    async fn packages(&self, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError> {
-        let a: PackagesAnswer = self.call(CallKind::Packages, iccid).await?;
+    async fn packages(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<Vec<CarrierPackage>, GatewayError> {
+        let a: PackagesAnswer = self.call(CallKind::Packages, carrier, iccid).await?;
         check_iccid(CallKind::Packages, iccid, &a.iccid)?;
         Ok(a.packages)
     }
 
-    async fn stop(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        let a: NetworkAnswer = self.call(CallKind::Stop, iccid).await?;
+    async fn stop(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        let a: NetworkAnswer = self.call(CallKind::Stop, carrier, iccid).await?;
         check_iccid(CallKind::Stop, iccid, &a.iccid)?;
         Ok(a.network_status)
     }
 
-    async fn start(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        let a: NetworkAnswer = self.call(CallKind::Start, iccid).await?;
+    async fn start(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        let a: NetworkAnswer = self.call(CallKind::Start, carrier, iccid).await?;
         check_iccid(CallKind::Start, iccid, &a.iccid)?;
         Ok(a.network_status)
     }

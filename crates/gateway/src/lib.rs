@@ -2,8 +2,9 @@
 //!
 //! Owns the [`CarrierGateway`] trait every handler calls, its HTTP implementation
 //! [`HttpGateway`] (one pooled client, a timeout on every call, retries for `stop`/`start`, the
-//! cluster-wide rate limit through [`domain::RateLimiter`]) and [`sim`], the in-memory carrier
-//! (`gateway-sim`) that tests, benchmarks and the demo run against.
+//! cluster-wide rate limit through [`domain::RateLimiter`], one bucket per carrier) and the
+//! wire types of [`protocol`]. The in-memory carrier that tests, benchmarks and the demo run
+//! against is the `gateway-sim` crate, so linking the client does not link a web server.
 //!
 //! It speaks the wire protocol of `CONTRACT.md` ("Carrier gateway protocol") and nothing else:
 //! no Redis, no database, no crate of ours but `domain`. Callers decide what to do from
@@ -12,7 +13,6 @@
 mod client;
 mod error;
 pub mod protocol;
-pub mod sim;
 
 pub use client::{GatewayConfig, HttpGateway, RetryPolicy};
 pub use error::GatewayError;
@@ -23,23 +23,43 @@ pub use gateway_trait::{CallKind, CarrierGateway};
 
 mod gateway_trait {
     use crate::GatewayError;
-    use domain::{CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus};
+    use domain::{CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus};
 
     /// What the polling core asks the carrier. One implementation speaks HTTP
     /// ([`crate::HttpGateway`]); tests use the mock or the simulator.
+    ///
+    /// Every call names the card's carrier (`tb_iot_card.carrier_id`): each carrier has its own
+    /// budget (`polling:ratelimit:gateway:{carrier}`), so one carrier's traffic never spends
+    /// another's.
     #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
     #[async_trait::async_trait]
     pub trait CarrierGateway: Send + Sync {
         /// The card's real-name (KYC) status.
-        async fn realname(&self, iccid: &str) -> Result<RealNameStatus, GatewayError>;
+        async fn realname(
+            &self,
+            carrier: CarrierId,
+            iccid: &str,
+        ) -> Result<RealNameStatus, GatewayError>;
         /// The card's data usage of the carrier's current month.
-        async fn usage(&self, iccid: &str) -> Result<MonthUsage, GatewayError>;
+        async fn usage(&self, carrier: CarrierId, iccid: &str) -> Result<MonthUsage, GatewayError>;
         /// The packages the carrier knows for the card.
-        async fn packages(&self, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError>;
+        async fn packages(
+            &self,
+            carrier: CarrierId,
+            iccid: &str,
+        ) -> Result<Vec<CarrierPackage>, GatewayError>;
         /// Suspends the card's network service; answers the status after the call.
-        async fn stop(&self, iccid: &str) -> Result<NetworkStatus, GatewayError>;
+        async fn stop(
+            &self,
+            carrier: CarrierId,
+            iccid: &str,
+        ) -> Result<NetworkStatus, GatewayError>;
         /// Resumes the card's network service; answers the status after the call.
-        async fn start(&self, iccid: &str) -> Result<NetworkStatus, GatewayError>;
+        async fn start(
+            &self,
+            carrier: CarrierId,
+            iccid: &str,
+        ) -> Result<NetworkStatus, GatewayError>;
     }
 
     /// The five calls of the protocol; the `call` label of the metrics and the sim's stats.
@@ -89,7 +109,8 @@ mod gateway_trait {
             matches!(self, CallKind::Stop | CallKind::Start)
         }
 
-        pub(crate) const fn index(self) -> usize {
+        /// A dense index (0..5) for per-call counters.
+        pub const fn index(self) -> usize {
             self as usize
         }
     }

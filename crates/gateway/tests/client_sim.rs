@@ -4,11 +4,13 @@ mod common;
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use common::{client, config, register, sim, sim_with};
-use domain::{CarrierPackage, ManualClock, NetworkStatus, PackageStatus, RealNameStatus};
-use gateway::sim::{
-    FaultsPatch, Script, ScriptStep, SimCardPatch, SimCardSpec, SimControl, SimOptions,
+use domain::{
+    CarrierId, CarrierPackage, ManualClock, NetworkStatus, PackageStatus, RealNameStatus,
 };
 use gateway::{CallKind, CarrierGateway, GatewayError, HttpGateway};
+use gateway_sim::{
+    FaultsPatch, Script, ScriptStep, SimCardPatch, SimCardSpec, SimControl, SimOptions,
+};
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,17 +49,26 @@ async fn every_call_round_trips() {
     let gw = client(&sim);
     let id = "89860000000000000001";
 
-    assert_eq!(gw.realname(id).await.unwrap(), RealNameStatus::NotVerified);
-    let usage = gw.usage(id).await.unwrap();
+    assert_eq!(
+        gw.realname(CarrierId(1), id).await.unwrap(),
+        RealNameStatus::NotVerified
+    );
+    let usage = gw.usage(CarrierId(1), id).await.unwrap();
     assert_eq!(usage.month, NaiveDate::from_ymd_opt(2026, 4, 1).unwrap());
     assert_eq!(usage.month_total_mb, dec!(100.5));
-    assert_eq!(gw.packages(id).await.unwrap(), vec![pkg]);
-    assert_eq!(gw.stop(id).await.unwrap(), NetworkStatus::Stopped);
+    assert_eq!(gw.packages(CarrierId(1), id).await.unwrap(), vec![pkg]);
+    assert_eq!(
+        gw.stop(CarrierId(1), id).await.unwrap(),
+        NetworkStatus::Stopped
+    );
     assert_eq!(
         sim.state().card(id).unwrap().network_status,
         NetworkStatus::Stopped
     );
-    assert_eq!(gw.start(id).await.unwrap(), NetworkStatus::Online);
+    assert_eq!(
+        gw.start(CarrierId(1), id).await.unwrap(),
+        NetworkStatus::Online
+    );
 
     let view = sim.state().card(id).unwrap();
     assert_eq!(
@@ -77,8 +88,14 @@ async fn every_call_round_trips() {
 async fn unknown_card_is_not_found_and_never_retried() {
     let sim = sim().await;
     let gw = client(&sim);
-    assert_eq!(gw.usage("nope").await, Err(GatewayError::NotFound));
-    assert_eq!(gw.stop("nope").await, Err(GatewayError::NotFound));
+    assert_eq!(
+        gw.usage(CarrierId(1), "nope").await,
+        Err(GatewayError::NotFound)
+    );
+    assert_eq!(
+        gw.stop(CarrierId(1), "nope").await,
+        Err(GatewayError::NotFound)
+    );
     let stats = sim.state().stats();
     assert_eq!(stats.by_call["stop"], 1, "a 404 is final");
     assert_eq!(stats.by_outcome["not_found"], 2);
@@ -103,7 +120,10 @@ async fn timeout_fires_at_the_configured_bound_without_blocking_the_sim() {
     )
     .unwrap();
     let started = Instant::now();
-    assert_eq!(gw.realname("1").await, Err(GatewayError::Timeout));
+    assert_eq!(
+        gw.realname(CarrierId(1), "1").await,
+        Err(GatewayError::Timeout)
+    );
     let elapsed = started.elapsed();
     assert!(
         elapsed >= Duration::from_millis(290) && elapsed < Duration::from_millis(600),
@@ -118,26 +138,29 @@ async fn timeout_fires_at_the_configured_bound_without_blocking_the_sim() {
         })
         .unwrap();
     sim.state().set_script(Script {
-        fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)],
+        fail_next: vec![ScriptStep::Hang(gateway_sim::Hang::Hang)],
         call: Some(CallKind::Usage),
     });
     let slow = tokio::spawn({
         let gw = gw.clone();
-        async move { gw.usage("1").await }
+        async move { gw.usage(CarrierId(1), "1").await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let quick = Instant::now();
-    assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+    assert_eq!(
+        gw.realname(CarrierId(1), "1").await,
+        Ok(RealNameStatus::Verified)
+    );
     assert!(quick.elapsed() < Duration::from_millis(200));
     assert_eq!(slow.await.unwrap(), Err(GatewayError::Timeout));
     // Shutdown ends hanging requests instead of waiting for them.
     sim.state().set_script(Script {
-        fail_next: vec![ScriptStep::Hang(gateway::sim::Hang::Hang)],
+        fail_next: vec![ScriptStep::Hang(gateway_sim::Hang::Hang)],
         call: None,
     });
     let _hanging = tokio::spawn({
         let gw = client(&sim);
-        async move { gw.realname("1").await }
+        async move { gw.realname(CarrierId(1), "1").await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let stopping = Instant::now();
@@ -150,7 +173,10 @@ async fn stop_succeeds_on_the_third_try_after_two_503s() {
     let sim = sim().await;
     register(&sim, &["1"]);
     sim.state().set_script(script(CallKind::Stop, &[503, 503]));
-    assert_eq!(client(&sim).stop("1").await, Ok(NetworkStatus::Stopped));
+    assert_eq!(
+        client(&sim).stop(CarrierId(1), "1").await,
+        Ok(NetworkStatus::Stopped)
+    );
     let view = sim.state().card("1").unwrap();
     assert_eq!(view.stop_calls, 3);
     assert_eq!(view.stops_applied, 1);
@@ -162,7 +188,7 @@ async fn stop_fails_with_the_last_error_after_three_tries() {
     register(&sim, &["1"]);
     sim.state()
         .set_script(script(CallKind::Stop, &[503, 502, 500, 503]));
-    let err = client(&sim).stop("1").await.unwrap_err();
+    let err = client(&sim).stop(CarrierId(1), "1").await.unwrap_err();
     assert!(
         matches!(err, GatewayError::Carrier { status: 500, .. }),
         "{err:?}"
@@ -180,7 +206,10 @@ async fn a_429_with_retry_after_1_waits_about_a_second() {
     register(&sim, &["1"]);
     sim.state().set_script(script(CallKind::Start, &[429]));
     let started = Instant::now();
-    assert_eq!(client(&sim).start("1").await, Ok(NetworkStatus::Online));
+    assert_eq!(
+        client(&sim).start(CarrierId(1), "1").await,
+        Ok(NetworkStatus::Online)
+    );
     let elapsed = started.elapsed();
     assert!(
         elapsed >= Duration::from_millis(950) && elapsed < Duration::from_millis(1600),
@@ -202,7 +231,7 @@ async fn a_retry_after_beyond_the_cap_ends_the_retries() {
     sim.state().set_script(script(CallKind::Stop, &[429]));
     let started = Instant::now();
     assert_eq!(
-        client(&sim).stop("1").await,
+        client(&sim).stop(CarrierId(1), "1").await,
         Err(GatewayError::Throttled {
             retry_after: Some(Duration::from_secs(30))
         })
@@ -218,12 +247,12 @@ async fn queries_never_retry() {
     let gw = client(&sim);
     sim.state().set_script(script(CallKind::Usage, &[503]));
     assert!(matches!(
-        gw.usage("1").await,
+        gw.usage(CarrierId(1), "1").await,
         Err(GatewayError::Carrier { status: 503, .. })
     ));
     sim.state().set_script(script(CallKind::Realname, &[429]));
     assert_eq!(
-        gw.realname("1").await,
+        gw.realname(CarrierId(1), "1").await,
         Err(GatewayError::Throttled {
             retry_after: Some(Duration::from_secs(1))
         })
@@ -235,7 +264,7 @@ async fn queries_never_retry() {
         })
         .unwrap();
     assert!(matches!(
-        gw.packages("1").await,
+        gw.packages(CarrierId(1), "1").await,
         Err(GatewayError::Carrier { status: 503, .. })
     ));
     let stats = sim.state().stats();
@@ -260,9 +289,9 @@ async fn stop_start_counters_are_exact_under_16_concurrent_callers() {
             tokio::spawn(async move {
                 for j in 0..25 {
                     let r = if (i + j) % 2 == 0 {
-                        gw.stop("1").await
+                        gw.stop(CarrierId(1), "1").await
                     } else {
-                        gw.start("1").await
+                        gw.start(CarrierId(1), "1").await
                     };
                     r.expect("call succeeds");
                 }
@@ -297,7 +326,7 @@ async fn quota_per_sec_answers_429_beyond_the_quota() {
         1_000_000_000 - u64::from(now.subsec_nanos()) + 10_000_000,
     ))
     .await;
-    let results = futures::future::join_all((0..20).map(|_| gw.realname("1"))).await;
+    let results = futures::future::join_all((0..20).map(|_| gw.realname(CarrierId(1), "1"))).await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
     let throttled = results
         .iter()
@@ -327,7 +356,10 @@ async fn usage_growth_is_deterministic() {
     let growth = a.state().card("42").unwrap().growth_mb_per_query;
     let (ga, gb) = (client(&a), client(&b));
     for n in 1..=3 {
-        let (ua, ub) = (ga.usage("42").await.unwrap(), gb.usage("42").await.unwrap());
+        let (ua, ub) = (
+            ga.usage(CarrierId(1), "42").await.unwrap(),
+            gb.usage(CarrierId(1), "42").await.unwrap(),
+        );
         assert_eq!(ua, ub);
         assert_eq!(
             ua.month_total_mb,
@@ -350,17 +382,20 @@ async fn usage_growth_is_deterministic() {
         ])
         .unwrap();
     let totals: Vec<_> = [
-        ga.usage("9").await,
-        ga.usage("9").await,
-        ga.usage("9").await,
+        ga.usage(CarrierId(1), "9").await,
+        ga.usage(CarrierId(1), "9").await,
+        ga.usage(CarrierId(1), "9").await,
     ]
     .into_iter()
     .map(|u| u.unwrap().month_total_mb)
     .collect();
     assert_eq!(totals, vec![dec!(102.5), dec!(105.0), dec!(107.5)]);
-    assert_eq!(ga.usage("0").await.unwrap().month_total_mb, dec!(7));
     assert_eq!(
-        ga.usage("0").await.unwrap().month_total_mb,
+        ga.usage(CarrierId(1), "0").await.unwrap().month_total_mb,
+        dec!(7)
+    );
+    assert_eq!(
+        ga.usage(CarrierId(1), "0").await.unwrap().month_total_mb,
         dec!(7),
         "growth 0 keeps usage fixed"
     );
@@ -399,9 +434,15 @@ async fn control_api_over_http() {
     assert!(ctl.card("missing").await.unwrap().is_none());
 
     let gw = client(&sim);
-    assert_eq!(gw.realname(id).await.unwrap(), RealNameStatus::NotVerified);
-    assert_eq!(gw.usage(id).await.unwrap().month_total_mb, dec!(55));
-    gw.stop(id).await.unwrap();
+    assert_eq!(
+        gw.realname(CarrierId(1), id).await.unwrap(),
+        RealNameStatus::NotVerified
+    );
+    assert_eq!(
+        gw.usage(CarrierId(1), id).await.unwrap().month_total_mb,
+        dec!(55)
+    );
+    gw.stop(CarrierId(1), id).await.unwrap();
     assert_eq!(ctl.card(id).await.unwrap().unwrap().stop_calls, 1);
 
     let faults = ctl

@@ -1,26 +1,70 @@
-//! Two clients sharing one Redis-held budget stay under it, as the simulator counts.
+//! Clients sharing a Redis-held budget per carrier stay under it, as the simulator counts; two
+//! carriers with different rates share nothing.
 
 mod common;
 
 use common::{config, register, sim};
+use domain::CarrierId;
 use fred::prelude::*;
 use gateway::{CarrierGateway, GatewayConfig, HttpGateway};
 use polling_queue::{Keys, RedisKey, RedisRateLimiter};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_clients_sharing_50_per_second_stay_under_it() {
-    let pool = Builder::from_config(Config::from_url("redis://127.0.0.1:6379").unwrap())
+async fn redis() -> (Pool, Keys) {
+    let url = std::env::var("CMP_TEST_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
+    let pool = Builder::from_config(Config::from_url(&url).unwrap())
         .build_pool(2)
         .unwrap();
-    pool.init().await.expect("Redis at 127.0.0.1:6379");
+    pool.init().await.expect("Redis at CMP_TEST_REDIS_URL");
     let prefix = format!(
         "test-gateway-{}-{}:",
         std::process::id(),
         rand::random::<u32>()
     );
-    let keys = Keys::new(prefix);
+    (pool, Keys::new(prefix))
+}
+
+/// `callers` tasks per client calling `realname` for `carrier` until `until`; the calls that
+/// got through.
+fn hammer(
+    clients: &[HttpGateway],
+    carrier: CarrierId,
+    callers: usize,
+    until: Instant,
+) -> Vec<tokio::task::JoinHandle<u32>> {
+    let mut tasks = Vec::new();
+    for gw in clients {
+        for _ in 0..callers {
+            let gw = gw.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut ok = 0u32;
+                while Instant::now() < until {
+                    match gw.realname(carrier, "1").await {
+                        Ok(_) => ok += 1,
+                        Err(gateway::GatewayError::Throttled { .. }) => {}
+                        Err(e) => panic!("unexpected {e}"),
+                    }
+                }
+                ok
+            }));
+        }
+    }
+    tasks
+}
+
+async fn total(tasks: Vec<tokio::task::JoinHandle<u32>>) -> u32 {
+    let mut ok = 0;
+    for t in tasks {
+        ok += t.await.unwrap();
+    }
+    ok
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_sharing_50_per_second_stay_under_it() {
+    let (pool, keys) = redis().await;
     let limiter: Arc<dyn domain::RateLimiter> =
         Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
 
@@ -28,7 +72,6 @@ async fn two_clients_sharing_50_per_second_stay_under_it() {
     register(&sim, &["1"]);
     let cfg = GatewayConfig {
         rate_limit_per_sec: 50,
-        rate_limit_bucket: "carrier-a".into(),
         ..config(&sim)
     };
     let clients = [
@@ -37,27 +80,7 @@ async fn two_clients_sharing_50_per_second_stay_under_it() {
     ];
 
     let until = Instant::now() + Duration::from_secs(3);
-    let mut tasks = Vec::new();
-    for gw in &clients {
-        for _ in 0..8 {
-            let gw = gw.clone();
-            tasks.push(tokio::spawn(async move {
-                let (mut ok, mut throttled) = (0u32, 0u32);
-                while Instant::now() < until {
-                    match gw.realname("1").await {
-                        Ok(_) => ok += 1,
-                        Err(gateway::GatewayError::Throttled { .. }) => throttled += 1,
-                        Err(e) => panic!("unexpected {e}"),
-                    }
-                }
-                (ok, throttled)
-            }));
-        }
-    }
-    let mut ok = 0;
-    for t in tasks {
-        ok += t.await.unwrap().0;
-    }
+    let ok = total(hammer(&clients, CarrierId(1), 8, until)).await;
 
     let stats = sim.state().stats();
     let busy: Vec<u64> = stats
@@ -78,9 +101,74 @@ async fn two_clients_sharing_50_per_second_stay_under_it() {
     assert_eq!(u64::from(ok), stats.requests);
 
     let _: i64 = pool
-        .del(keys.render(&RedisKey::RateLimit {
-            bucket: "carrier-a".into(),
+        .del(keys.render(&RedisKey::RateLimit { bucket: "1".into() }))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_carriers_with_their_own_rates_share_nothing() {
+    let (pool, keys) = redis().await;
+    let limiter: Arc<dyn domain::RateLimiter> =
+        Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
+    let sim = sim().await;
+    register(&sim, &["1"]);
+    // Carrier 1 has the default 20/s, carrier 2 an override of 60/s.
+    let cfg = GatewayConfig {
+        rate_limit_per_sec: 20,
+        rate_limits: BTreeMap::from([(CarrierId(2), 60)]),
+        ..config(&sim)
+    };
+    let clients = [
+        HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
+        HttpGateway::new(cfg, Some(limiter)).unwrap(),
+    ];
+    let until = Instant::now() + Duration::from_secs(3);
+    let slow = hammer(&clients, CarrierId(1), 4, until);
+    let fast = hammer(&clients, CarrierId(2), 4, until);
+    let (slow, fast) = (total(slow).await, total(fast).await);
+
+    // Each carrier gets its own rate: 3 s at 20/s and at 60/s, plus the burst and one slot
+    // per caller (8) still waiting at the deadline. One shared bucket would give both together
+    // at most one rate.
+    assert!(
+        (40..=80).contains(&slow),
+        "carrier 1: {slow} calls in 3 s at 20/s"
+    );
+    assert!(
+        (140..=200).contains(&fast),
+        "carrier 2: {fast} calls in 3 s at 60/s"
+    );
+    let stats = sim.state().stats();
+    assert_eq!(u64::from(slow + fast), stats.requests);
+    let busy: Vec<u64> = stats
+        .per_second
+        .iter()
+        .map(|s| s.requests)
+        .filter(|n| *n > 0)
+        .collect();
+    // Together above either rate alone in a full second, never above the sum (+ bursts 2 + 6).
+    assert!(busy.iter().all(|n| *n <= 88), "per-second counts {busy:?}");
+    assert!(busy.iter().any(|n| *n > 60), "per-second counts {busy:?}");
+
+    // One bucket per carrier: polling:ratelimit:gateway:{carrier_id}.
+    for carrier in ["1", "2"] {
+        let key = keys.render(&RedisKey::RateLimit {
+            bucket: carrier.into(),
+        });
+        assert!(
+            key.ends_with(&format!("polling:ratelimit:gateway:{carrier}")),
+            "{key}"
+        );
+        let present: i64 = pool.exists(key.as_str()).await.unwrap();
+        assert_eq!(present, 1, "{key}");
+        let _: i64 = pool.del(key.as_str()).await.unwrap();
+    }
+    let default: i64 = pool
+        .exists(keys.render(&RedisKey::RateLimit {
+            bucket: "default".into(),
         }))
         .await
         .unwrap();
+    assert_eq!(default, 0, "no shared default bucket");
 }

@@ -27,8 +27,12 @@ impl PollingLifecycleService {
             .align(&[(card.id, wanted)], self.clock.now())
             .await?;
         if aligned.changed() {
-            tracing::debug!(card_id = card.id.get(), added = aligned.added, removed = aligned.removed,
-                "卡状态变化重新入队: the card's queues follow its new matched config");
+            tracing::debug!(
+                card_id = card.id.get(),
+                added = aligned.added,
+                removed = aligned.removed,
+                "卡状态变化重新入队: the card's queues follow its new matched config"
+            );
         }
         Ok(aligned)
     }

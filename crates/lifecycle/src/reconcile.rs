@@ -19,9 +19,7 @@ use crate::LifecycleError;
 use domain::store::CardStore;
 use domain::{CardId, Clock};
 use polling_config::PollingConfigManager;
-use polling_queue::{
-    Aligned, LeaseToken, PollingQueueManager, ReconcileProgress, SingletonLease,
-};
+use polling_queue::{Aligned, LeaseToken, PollingQueueManager, ReconcileProgress, SingletonLease};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -149,9 +147,13 @@ impl QueueReconciler {
             .finish(self.clock.now(), error.as_deref())
             .await?;
         match &result {
-            Ok(r) => tracing::info!(processed = r.processed, added = r.aligned.added,
-                removed = r.aligned.removed, ms = started.elapsed().as_millis() as u64,
-                "queues reconciled with the polling configs"),
+            Ok(r) => tracing::info!(
+                processed = r.processed,
+                added = r.aligned.added,
+                removed = r.aligned.removed,
+                ms = started.elapsed().as_millis() as u64,
+                "queues reconciled with the polling configs"
+            ),
             Err(error) => tracing::warn!(%error, "queue reconciliation failed"),
         }
         result
@@ -186,7 +188,11 @@ impl QueueReconciler {
                 .add(self.queue.align(&wanted, self.clock.now()).await?);
             report.processed += page.len() as u64;
             self.progress
-                .update(report.processed, report.aligned.added, report.aligned.removed)
+                .update(
+                    report.processed,
+                    report.aligned.added,
+                    report.aligned.removed,
+                )
                 .await?;
             if !self.leases.renew(lease).await? {
                 return Err(LifecycleError::LeaseLost {

@@ -43,4 +43,4 @@ pub use ratelimit::RedisRateLimiter;
 pub use reconcile_progress::{ReconcileProgress, ReconcileState};
 pub use score::{is_lease_score, to_score};
 pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
-pub use stats::{HourlyCounts, TaskCounters, TaskOutcome, TaskStats};
+pub use stats::{HOURLY_RETENTION, HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

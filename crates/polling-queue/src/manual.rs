@@ -81,7 +81,10 @@ impl PollingQueueManager {
         }
         let mut by_shard = BTreeMap::<u32, Vec<CardId>>::new();
         for card in cards {
-            by_shard.entry(self.shard_of(*card)).or_default().push(*card);
+            by_shard
+                .entry(self.shard_of(*card))
+                .or_default()
+                .push(*card);
         }
         let now = to_score(self.clock.now());
         let deadline = now + secs(self.settings.lease);

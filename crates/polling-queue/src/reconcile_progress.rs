@@ -85,7 +85,12 @@ impl ReconcileProgress {
         let mut fields = vec![
             (
                 "status",
-                if error.is_some() { "failed" } else { "completed" }.to_owned(),
+                if error.is_some() {
+                    "failed"
+                } else {
+                    "completed"
+                }
+                .to_owned(),
             ),
             ("finished_at", at.to_rfc3339()),
         ];

@@ -2,12 +2,21 @@
 //!
 //! Fields: `success`, `failure`, `requeued_full`, `duration_ms_sum`, and
 //! `hour:{YYYYMMDDHH}:{outcome}` (UTC hour) for the dashboard's recent history.
+//!
+//! Retention: hour fields older than [`HOURLY_RETENTION`] are deleted, so the hash holds at
+//! most about 48 × 3 hour fields instead of growing every hour forever. The pruning costs one
+//! `HKEYS` + `HDEL` per task type per process when it first records in a new hour (each node
+//! prunes; deleting what another node deleted is a no-op).
 
 use crate::{Keys, QueueError, RedisKey};
 use domain::{Clock, TaskType};
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::{sync::Arc, time::Duration};
+
+/// How long hour fields are kept.
+pub const HOURLY_RETENTION: chrono::Duration = chrono::Duration::hours(48);
 
 /// How one task run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,11 +78,19 @@ pub struct TaskCounters {
     pool: Pool,
     keys: Keys,
     clock: Arc<dyn Clock>,
+    /// Per task type, the hour (unix seconds / 3600) this process last pruned in; shared by
+    /// clones so a process prunes once per hour, not once per handler.
+    pruned_hour: Arc<[AtomicI64; 4]>,
 }
 
 impl TaskCounters {
     pub fn new(pool: Pool, keys: Keys, clock: Arc<dyn Clock>) -> Self {
-        Self { pool, keys, clock }
+        Self {
+            pool,
+            keys,
+            clock,
+            pruned_hour: Arc::new(std::array::from_fn(|_| AtomicI64::new(i64::MIN))),
+        }
     }
 
     /// Counts one run of `task` (one round trip).
@@ -84,7 +101,8 @@ impl TaskCounters {
         duration: Duration,
     ) -> Result<(), QueueError> {
         let key = self.keys.render(&RedisKey::Stats { task });
-        let hour = self.clock.now().format("%Y%m%d%H");
+        let now = self.clock.now();
+        let hour = now.format("%Y%m%d%H");
         let ms = duration.as_millis().min(i64::MAX as u128) as i64;
         let pipe = self.pool.next().pipeline();
         let _: () = pipe.hincrby(key.as_str(), outcome.as_str(), 1).await?;
@@ -93,7 +111,33 @@ impl TaskCounters {
             .hincrby(key.as_str(), format!("hour:{hour}:{}", outcome.as_str()), 1)
             .await?;
         let _: Vec<i64> = pipe.all().await?;
+        let this_hour = now.timestamp().div_euclid(3600);
+        let slot = &self.pruned_hour[task.index()];
+        if slot.swap(this_hour, Ordering::Relaxed) != this_hour {
+            self.prune(task).await?;
+        }
         Ok(())
+    }
+
+    /// Deletes the hour fields of `task` older than [`HOURLY_RETENTION`]; returns how many.
+    pub async fn prune(&self, task: TaskType) -> Result<u64, QueueError> {
+        let key = self.keys.render(&RedisKey::Stats { task });
+        let oldest = (self.clock.now() - HOURLY_RETENTION)
+            .format("%Y%m%d%H")
+            .to_string();
+        let fields: Vec<String> = self.pool.hkeys(key.as_str()).await?;
+        let old: Vec<String> = fields
+            .into_iter()
+            .filter(|field| {
+                let mut parts = field.splitn(3, ':');
+                matches!((parts.next(), parts.next()), (Some("hour"), Some(h)) if h < oldest.as_str())
+            })
+            .collect();
+        if old.is_empty() {
+            return Ok(0);
+        }
+        let removed: i64 = self.pool.hdel(key.as_str(), old).await?;
+        Ok(u64::try_from(removed).unwrap_or(0))
     }
 
     /// The counters of `task`.

@@ -5,9 +5,9 @@ mod common;
 
 use chrono::Duration as Span;
 use common::{TestRedis, t0};
-use domain::{CardIdentity, 
-    Card, CardCategory, CardId, CarrierId, DeviceId, ManualClock, MonthCounters, RateLimiter,
-    TaskType,
+use domain::{
+    Card, CardCategory, CardId, CardIdentity, CarrierId, DeviceId, ManualClock, MonthCounters,
+    RateLimiter, TaskType,
 };
 use fred::prelude::*;
 use polling_queue::{

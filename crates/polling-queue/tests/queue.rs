@@ -5,7 +5,9 @@ mod common;
 use anyhow::Context as _;
 use chrono::{DateTime, Duration as Span, Utc};
 use common::{TestRedis, load_zset, t0};
-use domain::{CardIdentity, Card, CardCategory, CardId, CarrierId, ManualClock, MonthCounters, TaskType};
+use domain::{
+    Card, CardCategory, CardId, CardIdentity, CarrierId, ManualClock, MonthCounters, TaskType,
+};
 use fred::prelude::*;
 use polling_queue::{
     CardCache, Keys, PollingQueueManager, QueueError, QueueSettings, RedisKey, to_score,

@@ -1,7 +1,7 @@
 //! [`Scheduler`]: the per-type dispatch loops, the periodic jobs and the shutdown.
 
 use crate::gate::cluster_room;
-use crate::periodic::{PeriodicJob, Scheduled};
+use crate::periodic::{PeriodicJob, spawn_jobs, stop_jobs};
 use crate::pools::{Pool, PoolSizes};
 use crate::shards::{MIN_PER_SHARD, dequeue_shards, shares, take_manual};
 use domain::{CardId, Clock};
@@ -118,36 +118,25 @@ impl Scheduler {
             jobs = self.jobs.len(),
             "scheduler started"
         );
-        main_loop(&ctx, &pools, &self.leases, self.jobs).await;
+        let jobs = spawn_jobs(self.jobs, &self.leases, &ctx.shutdown);
+        main_loop(&ctx, &pools).await;
         for l in loops {
             let _ = l.await;
         }
-        drain(&ctx, &pools).await
+        let (report, ()) = tokio::join!(
+            drain(&ctx, &pools),
+            stop_jobs(jobs, ctx.settings.shutdown_grace)
+        );
+        report
     }
 }
 
-/// Periodic jobs and gauges, until shutdown.
-async fn main_loop(
-    ctx: &Ctx,
-    pools: &[Arc<Pool>],
-    leases: &SingletonLease,
-    jobs: Vec<Box<dyn PeriodicJob>>,
-) {
-    let start = tokio::time::Instant::now();
-    let mut jobs: Vec<Scheduled> = jobs
-        .into_iter()
-        .map(|job| Scheduled { job, next: start })
-        .collect();
-    let mut next_backlog = start;
+/// The gauges, until shutdown (periodic jobs run in their own tasks).
+async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
+    let mut next_backlog = tokio::time::Instant::now();
     let tick = ctx.settings.tick.min(Duration::from_secs(1));
     loop {
         let now = tokio::time::Instant::now();
-        for job in &mut jobs {
-            if ctx.shutdown.is_cancelled() {
-                break;
-            }
-            job.run_if_due(leases, now).await;
-        }
         for pool in pools {
             metrics::gauge!("cmp_pool_in_use", "task" => pool.task.as_str())
                 .set(pool.in_use() as f64);

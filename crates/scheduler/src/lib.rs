@@ -4,8 +4,8 @@
 //! in parallel — exactly as many as that type's handler pool has room for (a full pool
 //! dequeues nothing: backpressure) — and hand them to the pool in memory. A loop goes round
 //! again at once while it finds work and sleeps one tick when there is none. Periodic jobs
-//! (package activation check, monthly data reset) run from the same scheduler once a minute
-//! under singleton leases.
+//! (package activation check, monthly data reset, usage partitions) run from the same
+//! scheduler, each in its own task under a singleton lease renewed while it runs.
 //!
 //! The scheduler owns no Redis key and no SQL: it drives `polling-queue` and the handlers of
 //! `task-handlers`. Only `cmp-worker` links it.

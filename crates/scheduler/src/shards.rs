@@ -71,7 +71,11 @@ mod tests {
 
 /// Up to `n` cards of the manual list, each leased in its shard first so that no other node
 /// polls it at the same time; cards already in flight elsewhere are left to that poll.
-pub(crate) async fn take_manual(queue: &PollingQueueManager, task: TaskType, n: usize) -> Vec<CardId> {
+pub(crate) async fn take_manual(
+    queue: &PollingQueueManager,
+    task: TaskType,
+    n: usize,
+) -> Vec<CardId> {
     let taken = match queue.take_manual(task, n).await {
         Ok(m) => m,
         Err(e) => {

@@ -4,7 +4,7 @@
 //!
 //! There are no global settings: `main` passes what each component needs down to it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
@@ -78,8 +78,12 @@ pub struct Settings {
     pub protect_period: Duration,
     /// `CMP_GATEWAY_TIMEOUT_MS` (default 5000).
     pub gateway_timeout: Duration,
-    /// `CMP_GATEWAY_RATE_LIMIT` (default 0 = none): calls per second per carrier, cluster-wide.
+    /// `CMP_GATEWAY_RATE_LIMIT` (default 0 = none): calls per second per carrier, cluster-wide,
+    /// for every carrier without an override.
     pub gateway_rate_limit: u32,
+    /// `CMP_GATEWAY_RATE_LIMITS` (default empty): per-carrier overrides of the rate,
+    /// `carrier_id=per_second` separated by commas, e.g. `1=200,2=50` (0 = no limit).
+    pub gateway_rate_limits: BTreeMap<i64, u32>,
     /// `CMP_TIMEZONE` (default `Asia/Shanghai`): the carriers' calendar for month rollover.
     pub timezone: chrono_tz::Tz,
     /// `CMP_LOG` (default `info,sqlx=warn,sqlx::pool::acquire=error,sea_orm_migration=warn`): a tracing filter.
@@ -140,6 +144,7 @@ impl Settings {
                 1..=600_000,
             )?),
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
+            gateway_rate_limits: src.rate_limits("CMP_GATEWAY_RATE_LIMITS")?,
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
             log_filter: src.string(
                 "CMP_LOG",
@@ -235,6 +240,43 @@ impl Source<'_> {
         Ok(value)
     }
 
+    /// `carrier_id=per_second,...`; an empty value is no override.
+    fn rate_limits(&self, var: &'static str) -> Result<BTreeMap<i64, u32>, SettingsError> {
+        let Some(raw) = self.get(var) else {
+            return Ok(BTreeMap::new());
+        };
+        let invalid = |reason: String| SettingsError::Invalid {
+            var,
+            value: raw.clone(),
+            reason,
+        };
+        let mut limits = BTreeMap::new();
+        for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (carrier, rate) = entry.split_once('=').ok_or_else(|| {
+                invalid(format!(
+                    "`{entry}`: expected carrier_id=per_second, e.g. 1=200,2=50"
+                ))
+            })?;
+            let carrier: i64 = carrier
+                .trim()
+                .parse()
+                .map_err(|e| invalid(format!("carrier id `{}`: {e}", carrier.trim())))?;
+            let rate: u32 = rate
+                .trim()
+                .parse()
+                .map_err(|e| invalid(format!("rate `{}`: {e}", rate.trim())))?;
+            if rate > 1_000_000 {
+                return Err(invalid(format!(
+                    "rate {rate} must be between 0 and 1000000"
+                )));
+            }
+            if limits.insert(carrier, rate).is_some() {
+                return Err(invalid(format!("carrier {carrier} is listed twice")));
+            }
+        }
+        Ok(limits)
+    }
+
     fn parse_any<T>(&self, var: &'static str, default: &str) -> Result<T, SettingsError>
     where
         T: FromStr,
@@ -309,6 +351,33 @@ mod tests {
                 Settings::from_source(&env(&[("CMP_SHARD_COUNT", bad)])).expect_err("must fail");
             let line = err.to_string();
             assert!(line.starts_with("CMP_SHARD_COUNT="), "{line}");
+            assert!(!line.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn per_carrier_rate_limits_parse_and_bad_ones_name_the_variable() {
+        let s = Settings::from_source(&env(&[
+            ("CMP_GATEWAY_RATE_LIMIT", "100"),
+            ("CMP_GATEWAY_RATE_LIMITS", " 1=200, 2=50 ,3=0"),
+        ]))
+        .expect("valid");
+        assert_eq!(s.gateway_rate_limit, 100);
+        assert_eq!(
+            s.gateway_rate_limits,
+            BTreeMap::from([(1, 200), (2, 50), (3, 0)])
+        );
+        assert!(
+            Settings::from_source(&env(&[]))
+                .expect("valid")
+                .gateway_rate_limits
+                .is_empty()
+        );
+        for bad in ["1:200", "x=5", "1=fast", "1=-2", "1=5,1=6", "1=2000000"] {
+            let err = Settings::from_source(&env(&[("CMP_GATEWAY_RATE_LIMITS", bad)]))
+                .expect_err("must fail");
+            let line = err.to_string();
+            assert!(line.starts_with("CMP_GATEWAY_RATE_LIMITS="), "{line}");
             assert!(!line.contains('\n'));
         }
     }

@@ -40,7 +40,10 @@ impl ProtectChecked {
 impl StopResumeService {
     /// The protect poll of one card: see the module's table.
     #[tracing::instrument(name = "protect_check", skip_all, fields(card_id = %card_id))]
-    pub async fn enforce_protect(&self, card_id: CardId) -> Result<ProtectChecked, StopResumeError> {
+    pub async fn enforce_protect(
+        &self,
+        card_id: CardId,
+    ) -> Result<ProtectChecked, StopResumeError> {
         self.locked(card_id, async {
             let s = self.load(card_id).await?;
             let Some(device) = s.card.device_id else {

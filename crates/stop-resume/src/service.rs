@@ -194,7 +194,10 @@ impl StopResumeService {
                 action: choose(&s.card),
                 evidence,
             };
-            Ok(self.act(s.card, decision, Trigger::Operator).await?.decision)
+            Ok(self
+                .act(s.card, decision, Trigger::Operator)
+                .await?
+                .decision)
         })
         .await
     }
@@ -287,8 +290,14 @@ impl StopResumeService {
     /// Asks the carrier to move the card to `to` (the client retries: 3 tries).
     async fn switch(&self, card: &Card, to: NetworkStatus) -> Result<(), StopResumeError> {
         let (call, answer) = match to {
-            NetworkStatus::Stopped => ("stop", self.gateway.stop(&card.iccid).await),
-            NetworkStatus::Online => ("start", self.gateway.start(&card.iccid).await),
+            NetworkStatus::Stopped => (
+                "stop",
+                self.gateway.stop(card.carrier_id, &card.iccid).await,
+            ),
+            NetworkStatus::Online => (
+                "start",
+                self.gateway.start(card.carrier_id, &card.iccid).await,
+            ),
         };
         let outcome = match answer {
             Ok(got) if got == to => Ok(()),

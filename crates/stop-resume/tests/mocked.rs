@@ -89,7 +89,7 @@ async fn service(
 async fn carrier_refusal_writes_nothing() {
     let redis = TestRedis::new().await.expect("redis");
     let mut gw = MockCarrierGateway::new();
-    gw.expect_stop().times(1).returning(|_| {
+    gw.expect_stop().times(1).returning(|_, _| {
         Err(GatewayError::Carrier {
             status: 503,
             body: "busy".into(),
@@ -129,7 +129,7 @@ async fn unexpected_answer_writes_nothing() {
     let mut gw = MockCarrierGateway::new();
     gw.expect_stop()
         .times(1)
-        .returning(|_| Ok(NetworkStatus::Online));
+        .returning(|_, _| Ok(NetworkStatus::Online));
     let (svc, _) = service(
         &redis,
         cards(Some(card(NetworkStatus::Online, None)), 0),

@@ -6,7 +6,7 @@ mod common;
 use common::World;
 use domain::{GatewayOutcome, NetworkStatus, RealNameStatus, StopReason};
 use gateway::CallKind;
-use gateway::sim::{FaultsPatch, Script, ScriptStep};
+use gateway_sim::{FaultsPatch, Script, ScriptStep};
 use stop_resume::{Action, NothingWhy, StopResumeError, Trigger};
 
 #[tokio::test]

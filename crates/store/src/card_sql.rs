@@ -51,4 +51,3 @@ pub(crate) const SET_NETWORK_STATE: &str = r#"
 UPDATE tb_iot_card SET network_status = $2, stop_reason = $3, updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 "#;
-

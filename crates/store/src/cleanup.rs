@@ -4,9 +4,9 @@
 use crate::convert;
 use crate::entity::{data_cleanup_config as config, data_cleanup_log as log};
 use crate::error::{db_err, not_found};
-use crate::sql::{count, paged, stmt};
+use crate::sql::{col, count, paged, stmt};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use domain::store::{CleanupStore, Page, Paged, StoreResult};
 use domain::{CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, StoreError};
 use sea_orm::sea_query::Expr;
@@ -96,6 +96,23 @@ fn active_model(input: &CleanupConfigInput) -> config::ActiveModel {
 
 #[async_trait]
 impl CleanupStore for PgCleanupStore {
+    async fn ensure_usage_partitions(&self, from: NaiveDate, months: u32) -> StoreResult<u32> {
+        let months = i32::try_from(months.clamp(1, 1200)).unwrap_or(1);
+        let row = self
+            .db
+            .query_one_raw(stmt(
+                "SELECT cmp_ensure_usage_partitions($1::date, $2::integer) AS n",
+                [from.into(), months.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        let created: i32 = match row {
+            Some(row) => col(&row, "n")?,
+            None => 0,
+        };
+        Ok(u32::try_from(created).unwrap_or(0))
+    }
+
     async fn list_configs(&self, page: Page) -> StoreResult<Paged<CleanupConfig>> {
         let q = config::Entity::find().order_by_asc(config::Column::Id);
         paged(&self.db, q, page, |m| Ok(convert::cleanup_config(m))).await

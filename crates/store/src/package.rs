@@ -6,12 +6,15 @@ use crate::convert::{self, owner_of};
 use crate::entity::{package, package_usage};
 use crate::error::db_err;
 use crate::package_sql::{
-    ACTIVATE_ON_REALNAME, ADD_USED, EXPIRE_AND_ACTIVATE, LOCK_VALID, RESET_MONTHLY, UPSERT_CARRIER,
+    ACTIVATE_ON_REALNAME, ADD_USED, APPLY_RESETS, EXPIRE_AND_ACTIVATE, LOCK_DUE_RESETS, LOCK_VALID,
+    UPSERT_CARRIER,
 };
 use crate::sql::{col, models, stmt};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use domain::store::{PackageStore, StoreResult};
+use chrono_tz::Tz;
+use domain::calendar::{local_day, next_monthly_reset};
+use domain::store::{PackageBatch, PackageStore, StoreResult};
 use domain::{
     CarrierPackage, DeductionStep, Megabytes, NewPackage, NewPackageUsage, Package, PackageId,
     PackageOwner, PackageUsage, plan_deduction,
@@ -236,31 +239,76 @@ impl PackageStore for PgPackageStore {
         &self,
         owner: PackageOwner,
         now: DateTime<Utc>,
+        tz: Tz,
     ) -> StoreResult<u64> {
         let (sql, id) = ACTIVATE_ON_REALNAME.pick(owner);
         let res = self
             .db
-            .execute_raw(stmt(sql, [id.into(), now.into()]))
+            .execute_raw(stmt(sql, [id.into(), now.into(), tz.name().into()]))
             .await
             .map_err(db_err)?;
         Ok(res.rows_affected())
     }
 
-    async fn expire_and_activate(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>> {
+    async fn expire_and_activate(
+        &self,
+        now: DateTime<Utc>,
+        tz: Tz,
+        limit: u32,
+    ) -> StoreResult<PackageBatch> {
+        let values: [Value; 3] = [now.into(), tz.name().into(), i64::from(limit.max(1)).into()];
         let rows = self
             .db
-            .query_all_raw(stmt(EXPIRE_AND_ACTIVATE, [now.into()]))
+            .query_all_raw(stmt(EXPIRE_AND_ACTIVATE, values))
             .await
             .map_err(db_err)?;
-        owners(&rows)
+        let expired: i64 = match rows.first() {
+            Some(row) => col(row, "n")?,
+            None => 0,
+        };
+        Ok(PackageBatch {
+            rows: u64::try_from(expired).unwrap_or(0),
+            owners: owners(&rows)?,
+        })
     }
 
-    async fn reset_monthly(&self, now: DateTime<Utc>) -> StoreResult<Vec<PackageOwner>> {
-        let rows = self
-            .db
-            .query_all_raw(stmt(RESET_MONTHLY, [now.into()]))
+    async fn reset_monthly(
+        &self,
+        now: DateTime<Utc>,
+        tz: Tz,
+        limit: u32,
+    ) -> StoreResult<PackageBatch> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let due = txn
+            .query_all_raw(stmt(
+                LOCK_DUE_RESETS,
+                [now.into(), i64::from(limit.max(1)).into()],
+            ))
             .await
             .map_err(db_err)?;
-        owners(&rows)
+        if due.is_empty() {
+            txn.commit().await.map_err(db_err)?;
+            return Ok(PackageBatch::default());
+        }
+        let (mut ids, mut next, mut anchors) = (Vec::new(), Vec::new(), Vec::new());
+        for row in &due {
+            let at: DateTime<Utc> = col(row, "next_reset_at")?;
+            // Rows from before the anchor column take the local day they are due on.
+            let anchor = col::<Option<i16>>(row, "reset_anchor_day")?
+                .and_then(|d| u32::try_from(d).ok())
+                .unwrap_or_else(|| local_day(at, &tz));
+            ids.push(col::<i64>(row, "id")?);
+            next.push(next_monthly_reset(at, anchor, now, &tz));
+            anchors.push(i16::try_from(anchor).unwrap_or(31));
+        }
+        let values: [Value; 4] = [ids.into(), next.into(), anchors.into(), now.into()];
+        txn.execute_raw(stmt(APPLY_RESETS, values))
+            .await
+            .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(PackageBatch {
+            rows: due.len() as u64,
+            owners: owners(&due)?,
+        })
     }
 }

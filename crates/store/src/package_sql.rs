@@ -34,24 +34,40 @@ macro_rules! lock_valid_sql {
     };
 }
 
-/// Duration of a package activated now: the product's `duration_days`, else the span the row
-/// already carries (`expires_at - activated_at`), else 30 days (a package without a product
-/// and without a window, e.g. one reported by the carrier). Used by both activation paths.
+/// Activation from `$now` on the calendar of the zone `$tz` (`CMP_TIMEZONE`, a text
+/// parameter): the package runs for the product's `duration_days` local days, else the span
+/// the row already carries (`expires_at - activated_at`), else 30 days (a package without a
+/// product and without a window, e.g. one reported by the carrier). A monthly package without
+/// a reset date gets its first reset one local month after `$now` (PostgreSQL clamps
+/// `timestamp + 1 month` to the month's end, which is `domain::calendar::add_months_anchored`
+/// for the first month) and its anchor, the local day of `$now`. Used by both activation paths.
 macro_rules! activation_set_sql {
-    ($now:literal) => {
+    ($now:literal, $tz:literal) => {
         concat!(
             "status = 'active', activated_at = ",
             $now,
-            ", expires_at = ",
+            ", expires_at = ((",
             $now,
-            " + COALESCE((SELECT make_interval(days => pk.duration_days) FROM tb_package pk \
-                          WHERE pk.id = u.package_id), \
-                         u.expires_at - u.activated_at, interval '30 days'), \
-             next_reset_at = CASE WHEN u.reset_cycle = 'monthly' \
-                                  THEN COALESCE(u.next_reset_at, ",
+            " AT TIME ZONE ",
+            $tz,
+            ") + COALESCE((SELECT make_interval(days => pk.duration_days) FROM tb_package pk \
+                            WHERE pk.id = u.package_id), \
+                           u.expires_at - u.activated_at, interval '30 days')) AT TIME ZONE ",
+            $tz,
+            ", next_reset_at = CASE WHEN u.reset_cycle = 'monthly' \
+                                  THEN COALESCE(u.next_reset_at, ((",
             $now,
-            " + interval '1 month') \
-                                  ELSE u.next_reset_at END, \
+            " AT TIME ZONE ",
+            $tz,
+            ") + interval '1 month') AT TIME ZONE ",
+            $tz,
+            ") ELSE u.next_reset_at END, \
+             reset_anchor_day = CASE WHEN u.reset_cycle = 'monthly' AND u.next_reset_at IS NULL \
+                                     THEN EXTRACT(DAY FROM ",
+            $now,
+            " AT TIME ZONE ",
+            $tz,
+            ")::smallint ELSE u.reset_anchor_day END, \
              updated_at = ",
             $now
         )
@@ -62,7 +78,7 @@ macro_rules! activate_on_realname_sql {
     ($owner:literal) => {
         concat!(
             "UPDATE tb_package_usage u SET ",
-            activation_set_sql!("$2"),
+            activation_set_sql!("$2", "$3"),
             " WHERE u.",
             $owner,
             " = $1 AND u.status = 'pending' AND u.activate_on_realname"
@@ -109,18 +125,27 @@ FROM UNNEST($1::bigint[], $2::numeric[]) AS v(id, add_mb)
 WHERE p.id = v.id
 "#;
 
-/// Expiry then activation, one statement (so one transaction and one snapshot). The snapshot
-/// still shows the rows `expired` just changed as active, but with `expires_at <= now`, so they
-/// do not count as valid in `orphans`. Only owners touched by this expiry are considered for
-/// activation ("left without a valid package"). The activation re-checks `status = 'pending'`
-/// so a package activated concurrently (first real-name) is not activated twice.
+/// Expiry then activation of one batch, one statement (so one transaction and one
+/// snapshot): at most `$3` due packages (`$2` is the zone of the activation calendar). The
+/// snapshot still shows the rows `expired` just changed as active, but with `expires_at <=
+/// now`, so they do not count as valid in `orphans`. Only owners touched by this expiry are
+/// considered for activation ("left without a valid package"). The activation re-checks
+/// `status = 'pending'` so a package activated concurrently (first real-name) is not
+/// activated twice. Every row carries `n`, the number of packages expired by the batch.
 pub(crate) const EXPIRE_AND_ACTIVATE: &str = concat!(
     r#"
-WITH expired AS (
-    UPDATE tb_package_usage
-    SET status = 'expired', updated_at = $1
+WITH due AS (
+    SELECT id FROM tb_package_usage
     WHERE status = 'active' AND expires_at <= $1
-    RETURNING iot_card_id, device_id
+    ORDER BY expires_at, id
+    LIMIT $3
+    FOR UPDATE
+),
+expired AS (
+    UPDATE tb_package_usage p
+    SET status = 'expired', updated_at = $1
+    FROM due WHERE p.id = due.id
+    RETURNING p.iot_card_id, p.device_id
 ),
 owners AS (
     SELECT DISTINCT iot_card_id, device_id FROM expired
@@ -147,34 +172,37 @@ next AS (
 ),
 activated AS (
     UPDATE tb_package_usage u SET "#,
-    activation_set_sql!("$1"),
+    activation_set_sql!("$1", "$2"),
     r#"
     FROM next WHERE u.id = next.id AND u.status = 'pending'
     RETURNING u.iot_card_id, u.device_id
+),
+touched AS (
+    SELECT iot_card_id, device_id FROM owners
+    UNION
+    SELECT iot_card_id, device_id FROM activated
 )
-SELECT iot_card_id, device_id FROM owners
-UNION
-SELECT iot_card_id, device_id FROM activated
+SELECT (SELECT count(*) FROM expired) AS n, iot_card_id, device_id FROM touched
 "#
 );
 
-/// Monthly reset. `next_reset_at` moves by whole months from its own value (so a reset
-/// anchored on the 31st stays on month ends) to the first boundary after `now`: normally one
-/// month; after downtime, as many as needed, so a backlog does not reset the same package
-/// again at every run.
-pub(crate) const RESET_MONTHLY: &str = r#"
-WITH reset AS (
-    UPDATE tb_package_usage u
-    SET used_mb = 0,
-        next_reset_at = u.next_reset_at + make_interval(months => COALESCE((
-            SELECT k FROM generate_series(1, 1200) AS k
-            WHERE u.next_reset_at + make_interval(months => k) > $1
-            ORDER BY k LIMIT 1), 1)),
-        updated_at = $1
-    WHERE u.reset_cycle = 'monthly' AND u.status = 'active' AND u.next_reset_at <= $1
-    RETURNING u.iot_card_id, u.device_id
-)
-SELECT DISTINCT iot_card_id, device_id FROM reset
+/// The due monthly packages of one reset batch, locked until the batch commits: at most `$2`,
+/// oldest due first. Their next reset is computed in Rust (`domain::calendar`).
+pub(crate) const LOCK_DUE_RESETS: &str = r#"
+SELECT id, iot_card_id, device_id, next_reset_at, reset_anchor_day
+FROM tb_package_usage
+WHERE reset_cycle = 'monthly' AND status = 'active' AND next_reset_at <= $1
+ORDER BY next_reset_at, id
+LIMIT $2
+FOR UPDATE
+"#;
+
+/// Applies one reset batch: `used_mb = 0`, the next reset and the anchor, per package.
+pub(crate) const APPLY_RESETS: &str = r#"
+UPDATE tb_package_usage u
+SET used_mb = 0, next_reset_at = v.next_reset_at, reset_anchor_day = v.anchor, updated_at = $4
+FROM UNNEST($1::bigint[], $2::timestamptz[], $3::smallint[]) AS v(id, next_reset_at, anchor)
+WHERE u.id = v.id
 "#;
 
 pub(crate) const LOCK_VALID: OwnerSql = OwnerSql {

@@ -14,14 +14,11 @@ use crate::package::deduct_in;
 use crate::sql::{models, stmt};
 use chrono::{DateTime, Utc};
 use domain::store::{RealNameWrite, StoreResult, UsageRecorded};
-use domain::{
-    CardId, MonthUsage, PackageOwner, RealNameStatus, UsageUpdate, apply_month_total,
-};
+use domain::{CardId, MonthUsage, PackageOwner, RealNameStatus, UsageUpdate, apply_month_total};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 
-const LOCK_CARD: &str =
-    "SELECT * FROM tb_iot_card WHERE id = $1 AND deleted_at IS NULL FOR UPDATE";
+const LOCK_CARD: &str = "SELECT * FROM tb_iot_card WHERE id = $1 AND deleted_at IS NULL FOR UPDATE";
 
 /// Writes the counters computed from the locked row's own values.
 const SET_USAGE: &str = r#"

@@ -28,7 +28,7 @@ mod telemetry;
 pub use error::HandlerError;
 pub use flow::Polled;
 pub use handler::{Outcome, Registry, TaskHandler};
-pub use jobs::{JobReport, PackageJobs};
+pub use jobs::{JOB_BATCH, JobReport, PackageJobs};
 pub use polling_base::PollingBase;
 pub use polling_carddata_handler::PollingCarddataHandler;
 pub use polling_package_handler::PollingPackageHandler;

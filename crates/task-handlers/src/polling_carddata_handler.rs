@@ -77,7 +77,7 @@ impl PollingCarddataHandler {
     /// the retry interval. The counters follow the carrier's month; one that disagrees with the
     /// local calendar is logged and counted.
     async fn collect_usage_data(&self, card: &CardIdentity) -> Result<MonthUsage, HandlerError> {
-        let usage = self.gateway.usage(&card.iccid).await.map_err(|error| {
+        let usage = self.gateway.usage(card.carrier_id, &card.iccid).await.map_err(|error| {
             warn!(card_id = %card.id, %error,
                 "流量查询失败: cardID={}, error={error} (usage query failed; nothing written, retry later)",
                 card.id);

@@ -39,11 +39,15 @@ impl PollingPackageHandler {
     }
 
     async fn process_card(&self, card: CardIdentity) -> Result<Option<Polled>, HandlerError> {
-        let reported = self.gateway.packages(&card.iccid).await.map_err(|error| {
-            warn!(card_id = %card.id, %error,
+        let reported = self
+            .gateway
+            .packages(card.carrier_id, &card.iccid)
+            .await
+            .map_err(|error| {
+                warn!(card_id = %card.id, %error,
                 "套餐查询失败: cardID={}, error={error} (package query failed)", card.id);
-            error
-        })?;
+                error
+            })?;
         let owner = PackageOwner::covering(card.id, card.device_id);
         let written = self
             .packages

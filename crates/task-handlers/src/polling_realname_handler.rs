@@ -44,11 +44,15 @@ impl PollingRealnameHandler {
     }
 
     async fn process_card(&self, identity: CardIdentity) -> Result<Option<Polled>, HandlerError> {
-        let status = self.gateway.realname(&identity.iccid).await.map_err(|error| {
-            warn!(card_id = %identity.id, %error,
+        let status = self
+            .gateway
+            .realname(identity.carrier_id, &identity.iccid)
+            .await
+            .map_err(|error| {
+                warn!(card_id = %identity.id, %error,
                 "实名查询失败: cardID={}, error={error} (real-name query failed)", identity.id);
-            error
-        })?;
+                error
+            })?;
         // Compare-and-set in the statement: whether the status changed is the database's
         // answer, not a comparison with a copy of the card.
         let Some(written) = self.cards.set_real_name(identity.id, status).await? else {
@@ -99,7 +103,7 @@ impl PollingRealnameHandler {
         let owner = PackageOwner::covering(card.id, card.device_id);
         let activated = self
             .packages
-            .activate_on_realname(owner, self.base.now())
+            .activate_on_realname(owner, self.base.now(), self.base.settings().timezone)
             .await?;
         if activated > 0 {
             info!(card_id = %card.id, activated, "packages waiting for real-name activated");

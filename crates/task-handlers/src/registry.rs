@@ -7,8 +7,8 @@ use crate::{
 use chrono_tz::Tz;
 use domain::Clock;
 use domain::store::{CardStore, DeviceStore, PackageStore};
-use lifecycle::PollingLifecycleService;
 use gateway::CarrierGateway;
+use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
 use polling_queue::{
     CardCache, ConcurrencySemaphore, PollingQueueManager, ProtectKeys, TaskCounters,

@@ -2,11 +2,11 @@
 
 mod common;
 
-use common::{CARDDATA_SECS, CardSpec, RETRY_SECS, World, assert_score};
+use common::{CARDDATA_SECS, CardSpec, World, assert_score};
 use domain::store::MockCardStore;
 use domain::{CardId, PackageOwner, TaskType};
 use fred::prelude::*;
-use gateway::sim::FaultsPatch;
+use gateway_sim::FaultsPatch;
 use polling_queue::RedisKey;
 use rust_decimal_macros::dec;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use common::{CARDDATA_SECS, CardSpec, RETRY_SECS, World, assert_score, iccid};
 use domain::{CardId, NetworkStatus, PackageOwner, StopReason, TaskType};
 use gateway::CallKind;
-use gateway::sim::{Hang, Script, ScriptStep, SimCardPatch};
+use gateway_sim::{Hang, Script, ScriptStep, SimCardPatch};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use sea_orm::Value;
@@ -222,7 +222,11 @@ async fn exhaustion_is_decided_by_stop_resume() {
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.trigger, "carddata");
     let cached = w.cache.get(card).await.expect("cache").expect("cached");
-    assert_eq!(cached, c.identity(None), "the cache holds the identity only");
+    assert_eq!(
+        cached,
+        c.identity(None),
+        "the cache holds the identity only"
+    );
 }
 
 /// A downward carrier correction counts 0, rebases, and logs a warning.

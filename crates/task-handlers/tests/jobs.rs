@@ -1,9 +1,12 @@
-//! The periodic package jobs: one batch store call, then an evaluation of the touched cards.
+//! The periodic package jobs: bounded store batches, each followed by an evaluation of the
+//! touched cards, on the deployment's calendar.
 
 mod common;
 
-use chrono::{Duration, Months};
+use chrono::{Duration, TimeZone, Utc};
+use chrono_tz::Asia::Shanghai;
 use common::{CardSpec, World};
+use domain::calendar::{add_months_anchored, local_day};
 use domain::{NetworkStatus, PackageOwner, PackageStatus, ResetCycle, StopReason};
 use rust_decimal_macros::dec;
 use task_handlers::{JobReport, PackageJobs};
@@ -40,6 +43,8 @@ async fn expiry_with_a_pending_package_keeps_the_card_online() {
     assert_eq!(
         report,
         JobReport {
+            batches: 1,
+            packages: 1,
             owners: 1,
             cards: 1,
             unchanged: 1,
@@ -67,7 +72,10 @@ async fn expiry_without_a_pending_package_stops_the_card() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(101)).await;
     w.add_package(expiring(&w, PackageOwner::Card(card))).await;
-    w.cache.set(&w.db_card(card).await.identity(None)).await.expect("cached");
+    w.cache
+        .set(&w.db_card(card).await.identity(None))
+        .await
+        .expect("cached");
 
     let report = PackageJobs::new(&w.deps)
         .activation_check()
@@ -77,6 +85,8 @@ async fn expiry_without_a_pending_package_stops_the_card() {
     assert_eq!(
         report,
         JobReport {
+            batches: 1,
+            packages: 1,
             owners: 1,
             cards: 1,
             stopped: 1,
@@ -117,6 +127,8 @@ async fn device_expiry_evaluates_every_bound_card() {
     assert_eq!(
         report,
         JobReport {
+            batches: 1,
+            packages: 1,
             owners: 1,
             cards: 2,
             stopped: 2,
@@ -151,6 +163,8 @@ async fn monthly_reset_resumes_a_traffic_exhausted_card() {
     assert_eq!(
         report,
         JobReport {
+            batches: 1,
+            packages: 1,
             owners: 1,
             cards: 1,
             started: 1,
@@ -164,7 +178,15 @@ async fn monthly_reset_resumes_a_traffic_exhausted_card() {
         .find(|p| p.id == pkg.id)
         .expect("pkg");
     assert_eq!(after.used_mb, dec!(0));
-    assert_eq!(after.next_reset_at, due.checked_add_months(Months::new(1)));
+    assert_eq!(
+        after.next_reset_at,
+        Some(add_months_anchored(
+            due,
+            1,
+            local_day(due, &Shanghai),
+            &Shanghai
+        ))
+    );
     let c = w.db_card(card).await;
     assert_eq!(
         (c.network_status, c.stop_reason),
@@ -180,14 +202,64 @@ async fn nothing_due_evaluates_nothing() {
     let w = World::new().await;
     let card = w.card(CardSpec::new(106)).await;
     let jobs = PackageJobs::new(&w.deps);
-    assert_eq!(
-        jobs.activation_check().await.expect("runs"),
-        JobReport::default()
-    );
-    assert_eq!(jobs.data_reset().await.expect("runs"), JobReport::default());
+    let nothing = JobReport {
+        batches: 1,
+        ..JobReport::default()
+    };
+    assert_eq!(jobs.activation_check().await.expect("runs"), nothing);
+    assert_eq!(jobs.data_reset().await.expect("runs"), nothing);
     assert_eq!(
         w.calls(card),
         (0, 0),
         "a card without packages was not evaluated"
     );
+}
+
+/// A backlog larger than a batch: several short batches, each evaluated, on the deployment's
+/// calendar (`HandlerSettings.timezone` = Asia/Shanghai): a reset due on December 1st at local
+/// midnight moves to January 1st, not to December 31st (a month added in UTC).
+#[tokio::test]
+async fn a_reset_backlog_runs_in_batches_on_the_local_calendar() {
+    let w = World::new().await;
+    assert_eq!(w.deps.settings.timezone, Shanghai);
+    let due = Shanghai
+        .with_ymd_and_hms(2026, 12, 1, 0, 0, 0)
+        .single()
+        .expect("local time")
+        .with_timezone(&Utc);
+    w.clock.set(due + Duration::seconds(30));
+    let mut cards = Vec::new();
+    for id in 110..115 {
+        let card = w.card(CardSpec::new(id)).await;
+        let mut p = w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(100));
+        p.reset_cycle = ResetCycle::Monthly;
+        p.next_reset_at = Some(due);
+        w.add_package(p).await;
+        cards.push(card);
+    }
+
+    let report = PackageJobs::new(&w.deps)
+        .with_batch(2)
+        .data_reset()
+        .await
+        .expect("job runs");
+
+    assert_eq!(
+        (report.batches, report.packages, report.owners, report.cards),
+        (3, 5, 5, 5)
+    );
+    let january = Shanghai
+        .with_ymd_and_hms(2027, 1, 1, 0, 0, 0)
+        .single()
+        .expect("local time")
+        .with_timezone(&Utc);
+    for card in cards {
+        let pkgs = w.packages_of(PackageOwner::Card(card)).await;
+        assert_eq!(
+            pkgs.iter()
+                .map(|p| (p.used_mb, p.next_reset_at))
+                .collect::<Vec<_>>(),
+            vec![(dec!(0), Some(january))]
+        );
+    }
 }

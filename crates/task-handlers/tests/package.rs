@@ -7,7 +7,7 @@ use chrono::Duration;
 use common::{CardSpec, PACKAGE_SECS, RETRY_SECS, World, assert_score};
 use domain::{CarrierPackage, NetworkStatus, PackageOwner, PackageStatus, StopReason, TaskType};
 use gateway::CallKind;
-use gateway::sim::{Script, ScriptStep};
+use gateway_sim::{Script, ScriptStep};
 use rust_decimal_macros::dec;
 use task_handlers::Outcome;
 

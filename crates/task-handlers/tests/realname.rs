@@ -5,7 +5,7 @@ mod common;
 use common::{CardSpec, REALNAME_SECS, RETRY_SECS, World, assert_score, iccid};
 use domain::{NetworkStatus, PackageOwner, PackageStatus, RealNameStatus, StopReason, TaskType};
 use gateway::CallKind;
-use gateway::sim::{Script, ScriptStep, SimCardPatch};
+use gateway_sim::{Script, ScriptStep, SimCardPatch};
 use rust_decimal_macros::dec;
 use task_handlers::Outcome;
 use tracing_test::traced_test;

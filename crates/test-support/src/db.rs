@@ -81,7 +81,7 @@ async fn connect(url: &str, max: u32) -> anyhow::Result<DatabaseConnection> {
 }
 
 /// Builds the migrated template for the current schema once (across processes) and returns its
-/// name. Also sweeps stale templates and leftover test databases.
+/// name. Also sweeps a half-built template of this schema and leftover test databases.
 async fn ensure_template(admin_url: &str) -> anyhow::Result<String> {
     let template = format!("cmp_tpl_{}", migrations::schema_fingerprint());
     let admin = connect(admin_url, 1).await?;
@@ -144,9 +144,9 @@ async fn build_template(
                 .unwrap_or(0);
             now.saturating_sub(born) > SWEEP_AFTER_SECS
         } else {
-            // A template of another schema: another checkout (a branch, a worktree) sharing
-            // this server may be using it right now, so it is left alone. Each is one empty
-            // schema, a few megabytes.
+            // A template of another schema: kept. Several worktrees or branches share one
+            // PostgreSQL, each with its own migrations; dropping their templates (WITH FORCE)
+            // failed their running tests with "template database ... does not exist".
             false
         };
         if stale {

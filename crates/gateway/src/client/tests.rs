@@ -1,8 +1,8 @@
 //! Unit tests of the HTTP client (the simulator-backed ones live in `tests/`).
 
 use super::*;
-use crate::sim::{SimCardSpec, SimOptions, SimServer};
 use domain::RateLimitError;
+use gateway_sim::{SimCardSpec, SimOptions, SimServer};
 
 // `domain` builds `MockRateLimiter` but does not export it; the same mock, here.
 mockall::mock! {
@@ -14,14 +14,13 @@ mockall::mock! {
     }
 }
 
-async fn sim_and_client(limiter: MockRateLimiter) -> (crate::sim::SimHandle, HttpGateway) {
+async fn sim_and_client(limiter: MockRateLimiter) -> (gateway_sim::SimHandle, HttpGateway) {
     let sim = SimServer::start(SimOptions::default()).await.unwrap();
     sim.state()
         .upsert_cards(vec![SimCardSpec::new("1")])
         .unwrap();
     let config = GatewayConfig {
         rate_limit_per_sec: 10,
-        rate_limit_bucket: "carrier-x".into(),
         max_rate_wait: Duration::from_millis(500),
         ..GatewayConfig::new(sim.url())
     };
@@ -35,18 +34,18 @@ async fn no_slot_means_throttled_without_a_request() {
     limiter
         .expect_reserve()
         .withf(|bucket, rate, wait| {
-            bucket == "carrier-x" && *rate == 10 && *wait == Duration::from_millis(500)
+            bucket == "1" && *rate == 10 && *wait == Duration::from_millis(500)
         })
         .times(4) // one query, three tries of the command
         .returning(|_, _, _| Ok(None));
     let (sim, gw) = sim_and_client(limiter).await;
     assert_eq!(
-        gw.usage("1").await,
+        gw.usage(CarrierId(1), "1").await,
         Err(GatewayError::Throttled { retry_after: None })
     );
     // A command retries a refused slot like any throttling, then gives up.
     assert_eq!(
-        gw.stop("1").await,
+        gw.stop(CarrierId(1), "1").await,
         Err(GatewayError::Throttled { retry_after: None })
     );
     assert_eq!(sim.state().stats().requests, 0);
@@ -61,7 +60,10 @@ async fn a_reserved_slot_is_waited_for() {
         .returning(|_, _, _| Ok(Some(Duration::from_millis(200))));
     let (sim, gw) = sim_and_client(limiter).await;
     let started = Instant::now();
-    assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+    assert_eq!(
+        gw.realname(CarrierId(1), "1").await,
+        Ok(RealNameStatus::Verified)
+    );
     assert!(started.elapsed() >= Duration::from_millis(200));
     assert_eq!(sim.state().stats().requests, 1);
 }
@@ -74,7 +76,10 @@ async fn an_unavailable_limiter_fails_open() {
         .times(1)
         .returning(|_, _, _| Err(RateLimitError("redis down".into())));
     let (sim, gw) = sim_and_client(limiter).await;
-    assert_eq!(gw.realname("1").await, Ok(RealNameStatus::Verified));
+    assert_eq!(
+        gw.realname(CarrierId(1), "1").await,
+        Ok(RealNameStatus::Verified)
+    );
     assert_eq!(sim.state().stats().requests, 1);
 }
 
@@ -89,7 +94,7 @@ async fn a_zero_rate_skips_the_limiter() {
         }),
         ..gw
     };
-    assert_eq!(gw.start("1").await, Ok(NetworkStatus::Online));
+    assert_eq!(gw.start(CarrierId(1), "1").await, Ok(NetworkStatus::Online));
     drop(sim);
 }
 
@@ -113,16 +118,22 @@ async fn a_mismatched_or_malformed_answer_is_a_decode_error() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let gw = HttpGateway::new(GatewayConfig::new(format!("http://{addr}/")), None).unwrap();
     assert!(matches!(
-        gw.realname("1").await,
+        gw.realname(CarrierId(1), "1").await,
         Err(GatewayError::Decode(_))
     ));
-    assert!(matches!(gw.usage("1").await, Err(GatewayError::Decode(_))));
     assert!(matches!(
-        gw.packages("1").await,
+        gw.usage(CarrierId(1), "1").await,
+        Err(GatewayError::Decode(_))
+    ));
+    assert!(matches!(
+        gw.packages(CarrierId(1), "1").await,
         Err(GatewayError::Decode(_))
     ));
     // Nothing listens on /v1/cards/stop: axum's 404 is the carrier not knowing the card.
-    assert_eq!(gw.stop("1").await, Err(GatewayError::NotFound));
+    assert_eq!(
+        gw.stop(CarrierId(1), "1").await,
+        Err(GatewayError::NotFound)
+    );
 }
 
 #[tokio::test]
@@ -131,7 +142,7 @@ async fn connection_refused_is_a_transport_error() {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     let gw = HttpGateway::new(GatewayConfig::new(format!("http://{addr}")), None).unwrap();
-    let err = gw.usage("1").await.unwrap_err();
+    let err = gw.usage(CarrierId(1), "1").await.unwrap_err();
     assert!(matches!(err, GatewayError::Transport(_)), "{err:?}");
     assert!(err.is_retryable());
 }
@@ -147,4 +158,42 @@ fn backoff_grows_and_is_capped() {
         let far = p.backoff(40);
         assert!(far >= Duration::from_secs(1) && far <= Duration::from_secs(2));
     }
+}
+
+#[tokio::test]
+async fn each_carrier_reserves_from_its_own_bucket_at_its_own_rate() {
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_reserve()
+        .withf(|bucket, rate, _| bucket == "1" && *rate == 10)
+        .times(1)
+        .returning(|_, _, _| Ok(Some(Duration::ZERO)));
+    limiter
+        .expect_reserve()
+        .withf(|bucket, rate, _| bucket == "7" && *rate == 3)
+        .times(1)
+        .returning(|_, _, _| Ok(Some(Duration::ZERO)));
+    let (sim, gw) = sim_and_client(limiter).await;
+    let gw = HttpGateway {
+        config: Arc::new(GatewayConfig {
+            rate_limits: [(CarrierId(7), 3), (CarrierId(8), 0)].into_iter().collect(),
+            ..gw.config().clone()
+        }),
+        ..gw
+    };
+    assert_eq!(gw.rate_of(CarrierId(2)), 10, "the default");
+    assert_eq!(
+        gw.realname(CarrierId(1), "1").await,
+        Ok(RealNameStatus::Verified)
+    );
+    assert_eq!(
+        gw.realname(CarrierId(7), "1").await,
+        Ok(RealNameStatus::Verified)
+    );
+    // An override of 0: no limit, the limiter is not asked.
+    assert_eq!(
+        gw.realname(CarrierId(8), "1").await,
+        Ok(RealNameStatus::Verified)
+    );
+    assert_eq!(sim.state().stats().requests, 3);
 }

@@ -1,7 +1,7 @@
 #![allow(dead_code, unreachable_pub)]
 
-use gateway::sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
+use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use std::time::Duration;
 
 pub async fn sim() -> SimHandle {

@@ -9,8 +9,8 @@ use domain::{
     NetworkStatus, NewCard, NewDevice, NewPackageUsage, PackageOwner, PackageStatus, PackageUsage,
     RealNameStatus, ResetCycle,
 };
-use gateway::sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
+use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use polling_queue::{CardLock, Keys, ProtectKeys};
 use rust_decimal::Decimal;
 use std::sync::Arc;

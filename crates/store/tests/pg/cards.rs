@@ -278,8 +278,15 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         .record_usage(card.id, &april(2, dec!(500))?, now)
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
-    assert_eq!(recorded.update.as_ref(), Some(&update), "applied to the row's counters");
-    assert_eq!(recorded.card.usage, update.counters, "the card after the write");
+    assert_eq!(
+        recorded.update.as_ref(),
+        Some(&update),
+        "applied to the row's counters"
+    );
+    assert_eq!(
+        recorded.card.usage, update.counters,
+        "the card after the write"
+    );
     // The valid packages come back as they are after the deduction.
     let after: Vec<_> = recorded
         .valid_packages

@@ -3,6 +3,7 @@
 
 mod admin;
 mod bulk;
+mod calendar;
 mod cards;
 mod common;
 mod packages;

@@ -1,5 +1,5 @@
 use crate::common::{active_usage, new_card, now, pending_usage, setup};
-use chrono::{Duration, Months};
+use chrono::Duration;
 use domain::{
     CardId, CarrierPackage, DeviceId, NewDevice, NewPackage, NewPackageUsage, PackageOwner,
     PackageStatus, ResetCycle, StoreError,
@@ -7,6 +7,8 @@ use domain::{
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
+
+const SH: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 
 #[tokio::test]
 async fn products_and_bought_packages_round_trip() -> anyhow::Result<()> {
@@ -265,7 +267,7 @@ async fn expiry_activates_the_next_pending_package_from_now() -> anyhow::Result<
         .create_usage(&pending_usage(PackageOwner::Card(f_card), false))
         .await?;
 
-    let mut touched = s.packages.expire_and_activate(now).await?;
+    let mut touched = s.packages.expire_and_activate(now, SH, 1000).await?.owners;
     touched.sort_by_key(|o| format!("{o:?}"));
     let mut want = vec![a, b, c, d, e];
     want.sort_by_key(|o| format!("{o:?}"));
@@ -319,16 +321,20 @@ async fn expiry_activates_the_next_pending_package_from_now() -> anyhow::Result<
     );
 
     assert!(
-        s.packages.expire_and_activate(now).await?.is_empty(),
+        s.packages
+            .expire_and_activate(now, SH, 1000)
+            .await?
+            .owners
+            .is_empty(),
         "nothing left to do"
     );
 
     // First real-name: C's waiting package becomes active; no product, no window: 30 days.
-    assert_eq!(s.packages.activate_on_realname(c, now).await?, 1);
+    assert_eq!(s.packages.activate_on_realname(c, now, SH).await?, 1);
     let c_active = get(c, c_waiting.id).await?;
     assert_eq!(c_active.status, PackageStatus::Active);
     assert_eq!(c_active.expires_at, Some(now + Duration::days(30)));
-    assert_eq!(s.packages.activate_on_realname(c, now).await?, 0);
+    assert_eq!(s.packages.activate_on_realname(c, now, SH).await?, 0);
     Ok(())
 }
 
@@ -382,7 +388,7 @@ async fn monthly_reset_clears_due_packages_and_moves_their_date() -> anyhow::Res
     once.next_reset_at = Some(due);
     let p_none = s.packages.create_usage(&once).await?;
 
-    let mut touched = s.packages.reset_monthly(now).await?;
+    let mut touched = s.packages.reset_monthly(now, SH, 1000).await?.owners;
     touched.sort_by_key(|o| format!("{o:?}"));
     assert_eq!(
         touched,
@@ -396,7 +402,15 @@ async fn monthly_reset_clears_due_packages_and_moves_their_date() -> anyhow::Res
     )
     .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(reset.used_mb, Decimal::ZERO);
-    assert_eq!(reset.next_reset_at, due.checked_add_months(Months::new(1)));
+    assert_eq!(
+        reset.next_reset_at,
+        Some(domain::calendar::add_months_anchored(
+            due,
+            1,
+            domain::calendar::local_day(due, &SH),
+            &SH
+        ))
+    );
     let dev = find(
         s.packages.usages_of(PackageOwner::Device(device)).await?,
         p_dev.id,
@@ -413,7 +427,13 @@ async fn monthly_reset_clears_due_packages_and_moves_their_date() -> anyhow::Res
         Some(dec!(50)),
         "not a monthly package"
     );
-    assert!(s.packages.reset_monthly(now).await?.is_empty());
+    assert!(
+        s.packages
+            .reset_monthly(now, SH, 1000)
+            .await?
+            .owners
+            .is_empty()
+    );
     Ok(())
 }
 

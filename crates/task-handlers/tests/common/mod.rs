@@ -14,8 +14,8 @@ use domain::{
     PollingConfigInput, RealNameStatus, ResetCycle, StopReason, TaskType,
 };
 use fred::clients::Pool;
-use gateway::sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
+use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use polling_config::PollingConfigManager;
 use polling_queue::{
     CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
@@ -347,7 +347,7 @@ impl World {
     }
 
     pub fn set_carrier_packages(&self, card: CardId, packages: Vec<CarrierPackage>) {
-        let patch = gateway::sim::SimCardPatch {
+        let patch = gateway_sim::SimCardPatch {
             packages: Some(packages),
             ..Default::default()
         };

@@ -2,7 +2,7 @@
 //! concurrent callers over one pooled client and prints requests per second.
 //!
 //! ```text
-//! cargo build --release -p gateway --bin gateway-sim --example sim_load
+//! cargo build --release -p gateway-sim --bin gateway-sim --example sim_load
 //! gateway-sim serve --bind 127.0.0.1:7171 &
 //! sim_load --url http://127.0.0.1:7171 --cards 1000000 --concurrency 64 --secs 10
 //! grep VmRSS /proc/$(pgrep -n gateway-sim)/status
@@ -11,8 +11,9 @@
 
 use anyhow::Context;
 use clap::Parser;
-use gateway::sim::{MAX_CARDS_PER_CALL, SimCardSpec, SimControl, SimOptions, SimServer};
+use domain::CarrierId;
 use gateway::{CarrierGateway, GatewayConfig, HttpGateway};
+use gateway_sim::{MAX_CARDS_PER_CALL, SimCardSpec, SimControl, SimOptions, SimServer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -78,7 +79,7 @@ async fn main() -> anyhow::Result<()> {
             tokio::spawn(async move {
                 let mut i = w;
                 while Instant::now() < until {
-                    match gw.usage(&iccid(i % queried)).await {
+                    match gw.usage(CarrierId(1), &iccid(i % queried)).await {
                         Ok(_) => ok.fetch_add(1, Ordering::Relaxed),
                         Err(_) => failed.fetch_add(1, Ordering::Relaxed),
                     };

@@ -5,16 +5,16 @@ use super::faults::{Roll, Script, ScriptStep};
 use super::fleet::{SimCardPatch, SimCardSpec, month_string};
 use super::stats::Outcome;
 use super::{FaultsPatch, MAX_CARDS_PER_CALL, SimState, wall_second};
-use crate::CallKind;
-use crate::protocol::{
-    CardRequest, ErrorBody, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer,
-};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use gateway::CallKind;
+use gateway::protocol::{
+    CardRequest, ErrorBody, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer,
+};
 use serde::{Deserialize, Serialize};
 use tracing::{trace, warn};
 

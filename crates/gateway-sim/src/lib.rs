@@ -138,7 +138,7 @@ impl SimState {
     fn resolve_month(&self, m: Option<&str>) -> Result<MonthKey, String> {
         match m {
             None => Ok(self.current_month()),
-            Some(s) => crate::protocol::parse_month(s)
+            Some(s) => gateway::protocol::parse_month(s)
                 .map(|d| month_key(d.year(), d.month()))
                 .ok_or_else(|| format!("month must be YYYY-MM, got `{s}`")),
         }

@@ -5,8 +5,8 @@
 //! an `.await`: counters are exact under any concurrency.
 
 use super::mix64;
-use crate::CallKind;
 use domain::{CarrierPackage, Megabytes, NetworkStatus, RealNameStatus};
+use gateway::CallKind;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! script of failures for deterministic tests.
 
 use super::mix64;
-use crate::CallKind;
+use gateway::CallKind;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Mutex;

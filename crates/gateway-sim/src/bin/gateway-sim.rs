@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use gateway::sim::{Faults, SimOptions, SimServer};
+use gateway_sim::{Faults, SimOptions, SimServer};
 use std::net::SocketAddr;
 use tracing_subscriber::EnvFilter;
 

@@ -1,6 +1,6 @@
 //! What the simulator counts: requests per call kind and outcome, and per wall-clock second.
 
-use crate::CallKind;
+use gateway::CallKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Mutex;

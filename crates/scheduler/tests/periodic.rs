@@ -1,0 +1,166 @@
+//! Periodic jobs against real Redis: once per period across nodes, their own task each, and a
+//! lease renewed while a run lasts longer than it.
+
+mod common;
+
+use async_trait::async_trait;
+use common::{Behaviour, Recorder, settings, wait_until, world};
+use domain::{Clock, SystemClock, TaskType};
+use polling_queue::{PollingQueueManager, SingletonLease};
+use scheduler::{BoxError, PeriodicJob, Scheduler};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use task_handlers::{Registry, TaskHandler};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Counts its runs; while `gate` has no permit a run waits (a slow run); records the most
+/// runs at once.
+struct Job {
+    name: &'static str,
+    every: Duration,
+    runs: Arc<AtomicUsize>,
+    running: Arc<AtomicUsize>,
+    most_at_once: Arc<AtomicUsize>,
+    gate: Option<Arc<Semaphore>>,
+}
+
+impl Job {
+    fn counting(name: &'static str, every: Duration) -> Job {
+        Job {
+            name,
+            every,
+            runs: Arc::default(),
+            running: Arc::default(),
+            most_at_once: Arc::default(),
+            gate: None,
+        }
+    }
+
+    /// Another node's instance of the same job, sharing the counters.
+    fn twin(&self) -> Job {
+        Job {
+            name: self.name,
+            every: self.every,
+            runs: self.runs.clone(),
+            running: self.running.clone(),
+            most_at_once: self.most_at_once.clone(),
+            gate: self.gate.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl PeriodicJob for Job {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn every(&self) -> Duration {
+        self.every
+    }
+    async fn run(&self) -> Result<(), BoxError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_at_once.fetch_max(now, Ordering::SeqCst);
+        if let Some(gate) = &self.gate {
+            let _permit = gate.acquire().await?;
+        }
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+fn node(
+    queue: &PollingQueueManager,
+    leases: &SingletonLease,
+    jobs: Vec<Job>,
+    stop: &CancellationToken,
+) -> JoinHandle<scheduler::ShutdownReport> {
+    let handler = Recorder::new(TaskType::Realname, queue.clone(), Behaviour::Quick);
+    let mut sched = Scheduler::new(
+        queue.clone(),
+        Registry::new([handler as Arc<dyn TaskHandler>]),
+        leases.clone(),
+        Arc::new(SystemClock) as Arc<dyn Clock>,
+        settings(2),
+    );
+    for job in jobs {
+        sched = sched.with_job(Box::new(job));
+    }
+    tokio::spawn(sched.run(stop.clone()))
+}
+
+#[tokio::test]
+async fn a_periodic_job_runs_once_per_period_across_nodes() -> anyhow::Result<()> {
+    let (_redis, queue, leases) = world().await?;
+    let job = Job::counting("test_job", Duration::from_secs(60));
+    let runs = job.runs.clone();
+    let stop = CancellationToken::new();
+    let nodes: Vec<_> = (0..3)
+        .map(|_| node(&queue, &leases, vec![job.twin()], &stop))
+        .collect();
+    assert!(wait_until(|| runs.load(Ordering::SeqCst) >= 1, Duration::from_secs(5)).await);
+    // A timed wait only to show that no other node runs it this period.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.cancel();
+    for n in nodes {
+        n.await?;
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_run_longer_than_its_lease_keeps_other_nodes_out() -> anyhow::Result<()> {
+    let (_redis, queue, leases) = world().await?;
+    // Every 1.5 s: the lease lasts 1 s. The first run takes about 3 s.
+    let gate = Arc::new(Semaphore::new(0));
+    let job = Job {
+        gate: Some(gate.clone()),
+        ..Job::counting("slow_job", Duration::from_millis(1500))
+    };
+    let (runs, most) = (job.runs.clone(), job.most_at_once.clone());
+    let stop = CancellationToken::new();
+    let first = node(&queue, &leases, vec![job.twin()], &stop);
+    assert!(wait_until(|| runs.load(Ordering::SeqCst) == 1, Duration::from_secs(5)).await);
+    let second = node(&queue, &leases, vec![job.twin()], &stop);
+    // The second node tries at once and 1.5 s later, both times while the first run lasts
+    // past its 1 s lease; without renewal it took the expired lease and ran alongside.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(most.load(Ordering::SeqCst), 1, "two runs at once");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    gate.add_permits(100);
+    stop.cancel();
+    first.await?;
+    second.await?;
+    assert_eq!(most.load(Ordering::SeqCst), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_slow_job_does_not_hold_up_the_others() -> anyhow::Result<()> {
+    let (_redis, queue, leases) = world().await?;
+    let gate = Arc::new(Semaphore::new(0));
+    let slow = Job {
+        gate: Some(gate.clone()),
+        ..Job::counting("stuck_job", Duration::from_secs(60))
+    };
+    let quick = Job::counting("quick_job", Duration::from_secs(60));
+    let quick_runs = quick.runs.clone();
+    let stop = CancellationToken::new();
+    // The stuck job is first: run inline, it kept the loop from ever reaching the other.
+    let n = node(&queue, &leases, vec![slow, quick], &stop);
+    assert!(
+        wait_until(
+            || quick_runs.load(Ordering::SeqCst) == 1,
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    gate.add_permits(100);
+    stop.cancel();
+    n.await?;
+    Ok(())
+}

@@ -1,0 +1,1 @@
+ALTER TABLE tb_package_usage DROP COLUMN reset_anchor_day;
