@@ -22,6 +22,11 @@ const MIGRATIONS: &[SqlMigration] = &[
         up: include_str!("../sql/0002_reset_anchor.up.sql"),
         down: include_str!("../sql/0002_reset_anchor.down.sql"),
     },
+    SqlMigration {
+        name: "m0003_usage_order",
+        up: include_str!("../sql/0003_usage_order.up.sql"),
+        down: include_str!("../sql/0003_usage_order.down.sql"),
+    },
 ];
 
 /// The migrator both binaries and the test harness run.

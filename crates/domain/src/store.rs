@@ -29,6 +29,9 @@ pub struct UsageRecorded {
     pub update: Option<UsageUpdate>,
     /// The card as it is after the write.
     pub card: Card,
+    /// The report was received before the one the counters already follow (an answer
+    /// overtaken by a newer poll's): nothing was applied, the newer poll counted it.
+    pub stale: bool,
     pub steps: Vec<DeductionStep>,
     /// The owner's valid packages after the deduction, in deduction order; `None` when no
     /// deduction was needed (no positive delta) and so none were read.
@@ -137,7 +140,10 @@ pub trait CardStore: Send + Sync {
     /// One usage poll, in one transaction. The card row is locked first and the carrier's
     /// report is applied to *its* counters (`apply_month_total`): the baseline is the
     /// database's at write time, so polls of the same card that overlap, however slow their
-    /// carrier calls, each count only what the previous one did not. Then the month counters
+    /// carrier calls, each count only what the previous one did not. A report received
+    /// (`reported_at`) no later than the one the counters already follow is stale and changes
+    /// nothing (else it would pass for a carrier correction and lower the baseline). Then the
+    /// month counters
     /// and lifetime usage, a `tb_data_usage_record` row (when the delta is positive or the
     /// month rolled over) and the deduction of the delta from the valid packages covering the
     /// card as the locked row binds it (RULES.md). Returns what was applied, the card after
@@ -148,6 +154,7 @@ pub trait CardStore: Send + Sync {
         &self,
         id: CardId,
         reported: &MonthUsage,
+        reported_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<UsageRecorded>>;
 }

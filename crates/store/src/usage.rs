@@ -6,17 +6,19 @@
 //! manual trigger, a slow carrier answering the first poll after the second — are serialised
 //! at the row: the second sees the first's baseline and counts only what is new. A snapshot
 //! can never move a counter backwards, because no counter is ever written from a snapshot.
+//! And the reports are applied in the order they were received (`usage_reported_at`): a slow
+//! answer overtaken by a newer one is dropped instead of passing for a carrier correction.
 
 use crate::convert;
 use crate::entity::iot_card;
 use crate::error::db_err;
 use crate::package::deduct_in;
-use crate::sql::{models, stmt};
+use crate::sql::{col, models, stmt};
 use chrono::{DateTime, Utc};
 use domain::store::{RealNameWrite, StoreResult, UsageRecorded};
 use domain::{CardId, MonthUsage, PackageOwner, RealNameStatus, UsageUpdate, apply_month_total};
 use rust_decimal::Decimal;
-use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, FromQueryResult, TransactionTrait};
 
 const LOCK_CARD: &str = "SELECT * FROM tb_iot_card WHERE id = $1 AND deleted_at IS NULL FOR UPDATE";
 
@@ -24,7 +26,8 @@ const LOCK_CARD: &str = "SELECT * FROM tb_iot_card WHERE id = $1 AND deleted_at 
 const SET_USAGE: &str = r#"
 UPDATE tb_iot_card
 SET current_month_start_date = $2, current_month_usage_mb = $3, last_gateway_total_mb = $4,
-    last_month_total_mb = $5, data_usage_mb = data_usage_mb + $6, updated_at = $7
+    last_month_total_mb = $5, data_usage_mb = data_usage_mb + $6, updated_at = $7,
+    usage_reported_at = $8
 WHERE id = $1
 RETURNING *
 "#;
@@ -47,20 +50,27 @@ pub(crate) async fn record_usage(
     db: &DatabaseConnection,
     id: CardId,
     reported: &MonthUsage,
+    reported_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> StoreResult<Option<UsageRecorded>> {
     let txn = db.begin().await.map_err(db_err)?;
-    let locked = models::<iot_card::Entity, _>(&txn, stmt(LOCK_CARD, [id.get().into()])).await?;
-    let Some(row) = locked.into_iter().next() else {
+    let Some(row) = txn
+        .query_one_raw(stmt(LOCK_CARD, [id.get().into()]))
+        .await
+        .map_err(db_err)?
+    else {
         return Ok(None);
     };
-    let card = convert::card(row)?;
+    let followed: Option<DateTime<Utc>> = col(&row, "usage_reported_at")?;
+    let card = convert::card(iot_card::Model::from_query_result(&row, "").map_err(db_err)?)?;
+    let stale = followed.is_some_and(|last| reported_at <= last);
     let update = apply_month_total(&card.usage, reported);
-    if !update.changes(&card.usage) {
+    if stale || !update.changes(&card.usage) {
         txn.commit().await.map_err(db_err)?;
         return Ok(Some(UsageRecorded {
             update: None,
             card,
+            stale,
             steps: Vec::new(),
             valid_packages: None,
         }));
@@ -78,6 +88,7 @@ pub(crate) async fn record_usage(
                 c.last_month_total_mb.into(),
                 update.delta_mb.into(),
                 now.into(),
+                reported_at.into(),
             ],
         ),
     )
@@ -105,6 +116,7 @@ pub(crate) async fn record_usage(
     Ok(Some(UsageRecorded {
         update: Some(update),
         card: after,
+        stale: false,
         steps,
         valid_packages,
     }))

@@ -16,12 +16,14 @@
 //! the package jobs, operators) evaluates on its own.
 
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
+use chrono::{DateTime, Utc};
 use domain::store::{CardStore, PackageStore};
 use domain::{
     Card, CardId, CardIdentity, MonthUsage, PackageOwner, PackageUsage, TaskType, month_start,
 };
 use gateway::CarrierGateway;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use stop_resume::{Action, ProtectEvidence, StopResumeService, Trigger, decide};
 use tracing::{debug, warn};
 
@@ -34,6 +36,9 @@ pub struct PollingCarddataHandler {
     cards: Arc<dyn CardStore>,
     packages: Arc<dyn PackageStore>,
     stop_resume: StopResumeService,
+    /// The last "reported at" stamp handed out, in microseconds: stamps are strictly increasing
+    /// in this process, so the store orders even reports received within one microsecond.
+    last_report: AtomicI64,
 }
 
 impl PollingCarddataHandler {
@@ -52,7 +57,23 @@ impl PollingCarddataHandler {
             cards,
             packages,
             stop_resume,
+            last_report: AtomicI64::new(0),
         }
+    }
+
+    /// When the carrier's answer came: now, or one microsecond after the previous stamp. The
+    /// store applies the reports of one card in this order (the carrier's order, as far as it
+    /// can be seen: an answer is computed just before it is sent).
+    fn report_stamp(&self) -> DateTime<Utc> {
+        let now = self.base.now();
+        let wanted = now.timestamp_micros();
+        let previous = self
+            .last_report
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+                Some(wanted.max(last + 1))
+            })
+            .unwrap_or(wanted);
+        DateTime::from_timestamp_micros(wanted.max(previous + 1)).unwrap_or(now)
     }
 
     /// Whether the decision table, given the card and its valid packages as they are now
@@ -99,14 +120,19 @@ impl PollingCarddataHandler {
 
     async fn process_card(&self, identity: CardIdentity) -> Result<Option<Polled>, HandlerError> {
         let reported = self.collect_usage_data(&identity).await?;
+        let reported_at = self.report_stamp();
         // The delta is computed against the database row, locked, at write time.
         let Some(recorded) = self
             .cards
-            .record_usage(identity.id, &reported, self.base.now())
+            .record_usage(identity.id, &reported, reported_at, self.base.now())
             .await?
         else {
             return Ok(None);
         };
+        if recorded.stale {
+            debug!(card_id = %identity.id,
+                "usage answer overtaken by a newer poll's; that poll counted it");
+        }
         let mut card = recorded.card;
         if let Some(update) = &recorded.update {
             if update.corrected_downwards {

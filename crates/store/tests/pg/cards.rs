@@ -275,7 +275,12 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     assert!(update.rolled_over);
     let recorded = s
         .cards
-        .record_usage(card.id, &april(2, dec!(500))?, now)
+        .record_usage(
+            card.id,
+            &april(2, dec!(500))?,
+            now + Duration::seconds(2),
+            now,
+        )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
     assert_eq!(
@@ -340,7 +345,12 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     // Same month, 530: a delta of 30 lands on the last package.
     let steps = s
         .cards
-        .record_usage(card.id, &april(20, dec!(530))?, now)
+        .record_usage(
+            card.id,
+            &april(20, dec!(530))?,
+            now + Duration::seconds(20),
+            now,
+        )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?
         .steps;
@@ -352,7 +362,12 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     // The same report again: nothing new, no record row, no step — whoever reported it first.
     let again = s
         .cards
-        .record_usage(card.id, &april(21, dec!(530))?, now)
+        .record_usage(
+            card.id,
+            &april(21, dec!(530))?,
+            now + Duration::seconds(21),
+            now,
+        )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
     assert!(again.update.is_none() && again.steps.is_empty());
@@ -360,10 +375,28 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     // the baseline rebased to the carrier's figure.
     let stale = s
         .cards
-        .record_usage(card.id, &april(21, dec!(510))?, now)
+        .record_usage(
+            card.id,
+            &april(21, dec!(510))?,
+            now + Duration::seconds(21),
+            now,
+        )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
     assert_eq!(stale.update.map(|u| u.delta_mb), Some(Decimal::ZERO));
+    // An answer received before the one the counters follow (a slow poll overtaken by a
+    // newer one) changes nothing at all, however it compares.
+    let overtaken = s
+        .cards
+        .record_usage(
+            card.id,
+            &april(21, dec!(600))?,
+            now + Duration::seconds(19),
+            now,
+        )
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("card gone"))?;
+    assert!(overtaken.stale && overtaken.update.is_none());
     assert_eq!(
         s.cards.get(card.id).await?.map(|c| c.data_usage_mb),
         Some(dec!(530))
@@ -391,7 +424,12 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     s.cards.soft_delete(card.id).await?;
     assert!(
         s.cards
-            .record_usage(card.id, &april(22, dec!(560))?, now)
+            .record_usage(
+                card.id,
+                &april(22, dec!(560))?,
+                now + Duration::seconds(22),
+                now
+            )
             .await?
             .is_none()
     );
