@@ -1,1 +1,1 @@
-ALTER TABLE tb_iot_card DROP COLUMN usage_reported_at;
+ALTER TABLE tb_iot_card DROP COLUMN usage_recorded_at;

@@ -29,8 +29,8 @@ pub struct UsageRecorded {
     pub update: Option<UsageUpdate>,
     /// The card as it is after the write.
     pub card: Card,
-    /// The report was received before the one the counters already follow (an answer
-    /// overtaken by a newer poll's): nothing was applied, the newer poll counted it.
+    /// The carrier was asked before the counters were last written (a race lost to another
+    /// poll of the card): nothing was applied, the newer poll counted it.
     pub stale: bool,
     pub steps: Vec<DeductionStep>,
     /// The owner's valid packages after the deduction, in deduction order; `None` when no
@@ -140,9 +140,11 @@ pub trait CardStore: Send + Sync {
     /// One usage poll, in one transaction. The card row is locked first and the carrier's
     /// report is applied to *its* counters (`apply_month_total`): the baseline is the
     /// database's at write time, so polls of the same card that overlap, however slow their
-    /// carrier calls, each count only what the previous one did not. A report received
-    /// (`reported_at`) no later than the one the counters already follow is stale and changes
-    /// nothing (else it would pass for a carrier correction and lower the baseline). Then the
+    /// carrier calls, each count only what the previous one did not. A report the carrier
+    /// was asked for (`asked_at`) before the counters were last written lost a race with that
+    /// write: it is stale and changes nothing (else an older answer could pass for a carrier
+    /// correction and lower the baseline); the next poll counts it. `now` is when the counters
+    /// are written; both come from one clock, strictly increasing per process. Then the
     /// month counters
     /// and lifetime usage, a `tb_data_usage_record` row (when the delta is positive or the
     /// month rolled over) and the deduction of the delta from the valid packages covering the
@@ -154,7 +156,7 @@ pub trait CardStore: Send + Sync {
         &self,
         id: CardId,
         reported: &MonthUsage,
-        reported_at: DateTime<Utc>,
+        asked_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<UsageRecorded>>;
 }

@@ -438,11 +438,9 @@ impl CardStore for Gated {
         &self,
         id: CardId,
         reported: &domain::MonthUsage,
-        reported_at: chrono::DateTime<chrono::Utc>,
+        asked_at: chrono::DateTime<chrono::Utc>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<Option<domain::store::UsageRecorded>> {
-        self.inner
-            .record_usage(id, reported, reported_at, now)
-            .await
+        self.inner.record_usage(id, reported, asked_at, now).await
     }
 }

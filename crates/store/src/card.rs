@@ -357,9 +357,9 @@ impl CardStore for PgCardStore {
         &self,
         id: CardId,
         reported: &MonthUsage,
-        reported_at: DateTime<Utc>,
+        asked_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<UsageRecorded>> {
-        crate::usage::record_usage(&self.db, id, reported, reported_at, now).await
+        crate::usage::record_usage(&self.db, id, reported, asked_at, now).await
     }
 }

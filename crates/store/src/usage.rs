@@ -6,8 +6,10 @@
 //! manual trigger, a slow carrier answering the first poll after the second — are serialised
 //! at the row: the second sees the first's baseline and counts only what is new. A snapshot
 //! can never move a counter backwards, because no counter is ever written from a snapshot.
-//! And the reports are applied in the order they were received (`usage_reported_at`): a slow
-//! answer overtaken by a newer one is dropped instead of passing for a carrier correction.
+//! And a report is applied only if the carrier was asked after the counters were last written
+//! (`usage_recorded_at`): of two overlapping polls the second writer has lost the race, and its
+//! answer — possibly older than the one written — is left for the next poll instead of passing
+//! for a carrier correction.
 
 use crate::convert;
 use crate::entity::iot_card;
@@ -27,7 +29,7 @@ const SET_USAGE: &str = r#"
 UPDATE tb_iot_card
 SET current_month_start_date = $2, current_month_usage_mb = $3, last_gateway_total_mb = $4,
     last_month_total_mb = $5, data_usage_mb = data_usage_mb + $6, updated_at = $7,
-    usage_reported_at = $8
+    usage_recorded_at = $7
 WHERE id = $1
 RETURNING *
 "#;
@@ -50,7 +52,7 @@ pub(crate) async fn record_usage(
     db: &DatabaseConnection,
     id: CardId,
     reported: &MonthUsage,
-    reported_at: DateTime<Utc>,
+    asked_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> StoreResult<Option<UsageRecorded>> {
     let txn = db.begin().await.map_err(db_err)?;
@@ -61,9 +63,9 @@ pub(crate) async fn record_usage(
     else {
         return Ok(None);
     };
-    let followed: Option<DateTime<Utc>> = col(&row, "usage_reported_at")?;
+    let written: Option<DateTime<Utc>> = col(&row, "usage_recorded_at")?;
     let card = convert::card(iot_card::Model::from_query_result(&row, "").map_err(db_err)?)?;
-    let stale = followed.is_some_and(|last| reported_at <= last);
+    let stale = written.is_some_and(|last| last >= asked_at);
     let update = apply_month_total(&card.usage, reported);
     if stale || !update.changes(&card.usage) {
         txn.commit().await.map_err(db_err)?;
@@ -88,7 +90,6 @@ pub(crate) async fn record_usage(
                 c.last_month_total_mb.into(),
                 update.delta_mb.into(),
                 now.into(),
-                reported_at.into(),
             ],
         ),
     )

@@ -36,9 +36,9 @@ pub struct PollingCarddataHandler {
     cards: Arc<dyn CardStore>,
     packages: Arc<dyn PackageStore>,
     stop_resume: StopResumeService,
-    /// The last "reported at" stamp handed out, in microseconds: stamps are strictly increasing
-    /// in this process, so the store orders even reports received within one microsecond.
-    last_report: AtomicI64,
+    /// The last stamp handed out, in microseconds: stamps are strictly increasing in this
+    /// process, so the store can tell "asked after the last write" even within a microsecond.
+    last_stamp: AtomicI64,
 }
 
 impl PollingCarddataHandler {
@@ -57,18 +57,17 @@ impl PollingCarddataHandler {
             cards,
             packages,
             stop_resume,
-            last_report: AtomicI64::new(0),
+            last_stamp: AtomicI64::new(0),
         }
     }
 
-    /// When the carrier's answer came: now, or one microsecond after the previous stamp. The
-    /// store applies the reports of one card in this order (the carrier's order, as far as it
-    /// can be seen: an answer is computed just before it is sent).
-    fn report_stamp(&self) -> DateTime<Utc> {
+    /// Now, or one microsecond after the previous stamp: when the carrier is asked, and when
+    /// the counters are written (see `CardStore::record_usage`).
+    fn stamp(&self) -> DateTime<Utc> {
         let now = self.base.now();
         let wanted = now.timestamp_micros();
         let previous = self
-            .last_report
+            .last_stamp
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
                 Some(wanted.max(last + 1))
             })
@@ -119,19 +118,19 @@ impl PollingCarddataHandler {
     }
 
     async fn process_card(&self, identity: CardIdentity) -> Result<Option<Polled>, HandlerError> {
+        let asked_at = self.stamp();
         let reported = self.collect_usage_data(&identity).await?;
-        let reported_at = self.report_stamp();
         // The delta is computed against the database row, locked, at write time.
         let Some(recorded) = self
             .cards
-            .record_usage(identity.id, &reported, reported_at, self.base.now())
+            .record_usage(identity.id, &reported, asked_at, self.stamp())
             .await?
         else {
             return Ok(None);
         };
         if recorded.stale {
             debug!(card_id = %identity.id,
-                "usage answer overtaken by a newer poll's; that poll counted it");
+                "another poll of the card wrote its usage meanwhile; this answer is left to the next poll");
         }
         let mut card = recorded.card;
         if let Some(update) = &recorded.update {

@@ -279,7 +279,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
             card.id,
             &april(2, dec!(500))?,
             now + Duration::seconds(2),
-            now,
+            now + Duration::seconds(2) + Duration::milliseconds(1),
         )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
@@ -349,7 +349,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
             card.id,
             &april(20, dec!(530))?,
             now + Duration::seconds(20),
-            now,
+            now + Duration::seconds(20) + Duration::milliseconds(1),
         )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?
@@ -366,7 +366,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
             card.id,
             &april(21, dec!(530))?,
             now + Duration::seconds(21),
-            now,
+            now + Duration::seconds(21) + Duration::milliseconds(1),
         )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
@@ -379,7 +379,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
             card.id,
             &april(21, dec!(510))?,
             now + Duration::seconds(21),
-            now,
+            now + Duration::seconds(21) + Duration::milliseconds(1),
         )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
@@ -392,7 +392,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
             card.id,
             &april(21, dec!(600))?,
             now + Duration::seconds(19),
-            now,
+            now + Duration::seconds(19) + Duration::milliseconds(1),
         )
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
@@ -416,7 +416,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     assert_eq!(rows[0].try_get::<Decimal>("", "month_total_mb")?, dec!(500));
     assert_eq!(
         rows[0].try_get::<chrono::DateTime<chrono::Utc>>("", "recorded_at")?,
-        now
+        now + Duration::seconds(2) + Duration::milliseconds(1)
     );
     assert_eq!(rows[1].try_get::<Decimal>("", "delta_mb")?, dec!(30));
 
@@ -428,7 +428,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
                 card.id,
                 &april(22, dec!(560))?,
                 now + Duration::seconds(22),
-                now
+                now + Duration::seconds(22) + Duration::milliseconds(1)
             )
             .await?
             .is_none()
