@@ -25,6 +25,7 @@ mod protect;
 mod queue_manager;
 mod ratelimit;
 mod reconcile_progress;
+mod remove;
 mod score;
 mod scripts;
 mod semaphore;

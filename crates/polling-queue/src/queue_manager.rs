@@ -1,7 +1,7 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
 use crate::score::{group_by_shard, parse_members, secs, to_score};
-use crate::{Keys, QueueError, RedisKey, scripts};
+use crate::{Keys, QueueError, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
@@ -143,43 +143,6 @@ impl PollingQueueManager {
             for chunk in members.chunks(CHUNK) {
                 let (k, o) = (key.as_str(), opt.clone());
                 let _: () = pipe.zadd(k, o, None, false, false, chunk.to_vec()).await?;
-            }
-        }
-        let _: Vec<Value> = pipe.all().await?;
-        Ok(())
-    }
-
-    /// Removes `card` from every queue (4 task types x every shard) in one round trip.
-    /// Idempotent: removing a card that is not queued succeeds.
-    pub async fn remove_from_all_queues(&self, card: CardId) -> Result<(), QueueError> {
-        self.remove(&[card], false).await
-    }
-
-    /// [`remove_from_all_queues`](Self::remove_from_all_queues) for many cards at once.
-    pub async fn remove_many_from_all_queues(&self, cards: &[CardId]) -> Result<(), QueueError> {
-        self.remove(cards, false).await
-    }
-
-    /// A card was deleted: out of every queue, and its cached snapshot dropped. Idempotent, so
-    /// the API and the worker may both call it.
-    pub async fn on_card_deleted(&self, card: CardId) -> Result<(), QueueError> {
-        self.remove(&[card], true).await
-    }
-
-    async fn remove(&self, cards: &[CardId], drop_cache: bool) -> Result<(), QueueError> {
-        if cards.is_empty() {
-            return Ok(());
-        }
-        let members: Vec<String> = cards.iter().map(CardId::to_string).collect();
-        let pipe = self.pool.next().pipeline();
-        for key in self.keys.all_shard_queues(self.settings.shard_count) {
-            for chunk in members.chunks(CHUNK) {
-                let _: () = pipe.zrem(key.as_str(), chunk.to_vec()).await?;
-            }
-        }
-        if drop_cache {
-            for &card in cards {
-                let _: () = pipe.del(self.keys.render(&RedisKey::Card { card })).await?;
             }
         }
         let _: Vec<Value> = pipe.all().await?;
