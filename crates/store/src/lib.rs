@@ -20,8 +20,10 @@
 
 mod alert;
 mod api_key;
+mod audit_log;
 mod bulk;
 mod card;
+mod card_admin;
 mod card_sql;
 mod cleanup;
 mod config;
@@ -36,7 +38,9 @@ mod sql;
 
 pub use alert::PgAlertStore;
 pub use api_key::PgApiKeyStore;
+pub use audit_log::PgAdminAuditStore;
 pub use card::PgCardStore;
+pub use card_admin::PgCardAdminStore;
 pub use cleanup::PgCleanupStore;
 pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
@@ -46,8 +50,8 @@ pub use package::PgPackageStore;
 
 use domain::StoreError;
 use domain::store::{
-    AlertStore, ApiKeyStore, CardStore, CleanupStore, DeviceStore, ManualTriggerLogStore,
-    PackageStore, PollingConfigStore,
+    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CleanupStore, DeviceStore,
+    ManualTriggerLogStore, PackageStore, PollingConfigStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -75,6 +79,8 @@ pub struct Stores {
     pub cleanup: Arc<dyn CleanupStore>,
     pub manual_triggers: Arc<dyn ManualTriggerLogStore>,
     pub api_keys: Arc<dyn ApiKeyStore>,
+    pub card_admin: Arc<dyn CardAdminStore>,
+    pub admin_audit: Arc<dyn AdminAuditStore>,
 }
 
 impl Stores {
@@ -87,6 +93,8 @@ impl Stores {
             alerts: Arc::new(PgAlertStore::new(db.clone())),
             cleanup: Arc::new(PgCleanupStore::new(db.clone())),
             manual_triggers: Arc::new(PgManualTriggerLogStore::new(db.clone())),
+            card_admin: Arc::new(PgCardAdminStore::new(db.clone())),
+            admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }
