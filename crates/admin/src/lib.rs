@@ -13,16 +13,38 @@
 //!   control (`polling_control.rs`), the explain page (`explain.rs`), the audit of writes
 //!   (`audit.rs`).
 
+mod audit;
 mod cards;
 mod configs;
 mod context;
+mod devices;
 mod dry_run;
 mod error;
 mod evaluation;
+mod explain;
+mod explain_text;
+mod import;
+mod manual;
+mod packages;
+mod polling_control;
 
 pub use cards::{CardAction, CardBody, CardStatusBody};
 pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
 pub use context::{Admin, AdminParts, AdminStores};
+pub use devices::{
+    BindBody, BindOutcome, DeviceBody, DeviceCardResult, DeviceSwitchReport, DeviceView,
+};
 pub use dry_run::{DryRun, DryRunBody};
 pub use error::{AdminError, FieldError};
 pub use evaluation::Evaluation;
+pub use explain::{
+    DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,
+    RealNameEvidence,
+};
+pub use import::{ImportBody, ImportReport, MAX_IMPORT};
+pub use manual::{
+    CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
+    TriggerCancel, TriggerReport, TriggerSingle,
+};
+pub use packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
+pub use polling_control::{AssetType, PollingStatusBody, PollingStatusReport};
