@@ -177,12 +177,13 @@ impl Admin {
         }
     }
 
-    /// Soft-deletes the card; out of every queue and the card cache.
+    /// Soft-deletes the card; out of every queue, every manual list and the card cache.
     pub async fn delete_card(&self, id: CardId) -> Result<(), AdminError> {
         if !self.stores.cards.soft_delete(id).await.admin()? {
             return Err(AdminError::NotFound(format!("card {id}")));
         }
         self.lifecycle.on_card_deleted(id).await?;
+        self.queue.remove_from_manual_lists(id).await?;
         Ok(())
     }
 
