@@ -94,12 +94,17 @@ fn add_errors(op: &mut Operation, write: bool, has_path_params: bool) {
     );
     add("500", "Internal error (logged; answered generically)");
     add("503", "The request did not complete in time");
-    if has_path_params {
-        add("404", "No such resource");
-    }
+    let _ = has_path_params;
+    add(
+        "404",
+        "No such resource (in the path, or named by the body or query)",
+    );
     if write {
         add("400", "The body is not valid JSON");
-        add("409", "A unique value is taken, or the card is busy");
+        add(
+            "409",
+            "A unique value is taken, the card is busy, or the carrier does not know it",
+        );
         add("413", "The body is too large");
         add("415", "The body is not application/json");
         add(

@@ -18,9 +18,12 @@ use utoipa::ToSchema;
     "network_status": 1, "enable_polling": true, "device_id": null}))]
 pub struct CardBody {
     /// 1 to 32 letters or digits; unique among live cards.
+    #[schema(pattern = "^[0-9A-Za-z]{1,32}$", example = "89860000000000000501")]
     pub iccid: String,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 32, pattern = "^\\S(.*\\S)?$")]
     pub msisdn: Option<String>,
+    #[schema(minimum = 1)]
     pub carrier_id: i64,
     #[serde(default = "normal")]
     pub card_category: CardCategory,
@@ -35,6 +38,7 @@ pub struct CardBody {
     pub enable_polling: bool,
     /// The device the card is bound to; `null`: a standalone card.
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub device_id: Option<i64>,
 }
 
@@ -66,7 +70,7 @@ impl CardBody {
             );
         }
         if let Some(m) = &self.msisdn
-            && (m.trim().is_empty() || m.len() > 32)
+            && (m.trim().is_empty() || m.chars().count() > 32)
         {
             checks.fail(
                 format!("{prefix}/msisdn"),

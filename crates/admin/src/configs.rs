@@ -24,6 +24,7 @@ pub const MAX_INTERVAL_SECS: u32 = 366 * 24 * 3600;
     "realname_interval_secs": 86400, "carddata_interval_secs": 3600,
     "package_interval_secs": 3600, "protect_interval_secs": 600}))]
 pub struct ConfigBody {
+    #[schema(min_length = 1, max_length = 128, pattern = "^\\S(.*\\S)?$")]
     pub name: String,
     /// Lower is tried first; ties broken by id.
     #[serde(default)]
@@ -36,15 +37,20 @@ pub struct ConfigBody {
     #[serde(default)]
     pub card_category: Option<CardCategory>,
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub carrier_id: Option<i64>,
     /// Seconds between two real-name polls; `null`: not scheduled.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub realname_interval_secs: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub carddata_interval_secs: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub package_interval_secs: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub protect_interval_secs: Option<u32>,
 }
 

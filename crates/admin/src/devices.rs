@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 #[schema(example = json!({"device_no": "DEV-0001", "enable_polling": true}))]
 pub struct DeviceBody {
     /// Unique among live devices.
+    #[schema(min_length = 1, max_length = 64, pattern = "^\\S(.*\\S)?$")]
     pub device_no: String,
     #[serde(default = "yes")]
     pub enable_polling: bool,

@@ -20,6 +20,7 @@ const MAX_ROW_ERRORS: usize = 1_000;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ImportBody {
     /// 1 to 100,000 cards.
+    #[schema(min_items = 1, max_items = 100000)]
     pub cards: Vec<CardBody>,
 }
 

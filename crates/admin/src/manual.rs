@@ -29,6 +29,7 @@ pub struct TriggerSingle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TriggerBatch {
     /// 1 to 10,000 card ids.
+    #[schema(min_items = 1, max_items = 10000)]
     pub card_ids: Vec<CardId>,
     #[serde(default)]
     pub task_types: Option<Vec<TaskType>>,

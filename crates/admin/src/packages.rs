@@ -19,6 +19,7 @@ use utoipa::ToSchema;
 #[schema(example = json!({"name": "1 GB monthly", "data_limit_mb": "1024", "virtual_ratio": "1",
     "duration_days": 365, "reset_cycle": "monthly"}))]
 pub struct PackageBody {
+    #[schema(min_length = 1, max_length = 128, pattern = "^\\S(.*\\S)?$")]
     pub name: String,
     /// Megabytes sold (a decimal string); `null`: unlimited.
     #[serde(default)]
@@ -29,6 +30,7 @@ pub struct PackageBody {
     #[schema(value_type = String)]
     pub virtual_ratio: Decimal,
     /// 1 to 3660 days.
+    #[schema(minimum = 1, maximum = 3660)]
     pub duration_days: i32,
     #[serde(default = "no_reset")]
     pub reset_cycle: ResetCycle,
@@ -52,6 +54,7 @@ pub struct PackageUsageBody {
     pub package_id: PackageId,
     /// The carrier's identifier of the package, if it reports one.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 64)]
     pub external_id: Option<String>,
     /// Stay pending until the card's first real-name verification.
     #[serde(default)]
@@ -113,11 +116,11 @@ impl Admin {
             }
         };
         if let Some(e) = &body.external_id
-            && (e.is_empty() || e.len() > 128)
+            && (e.is_empty() || e.chars().count() > 64)
         {
             return Err(AdminError::invalid(
                 "/external_id",
-                "must be 1 to 128 characters",
+                "must be 1 to 64 characters",
             ));
         }
         let covered = match owner {
