@@ -297,3 +297,41 @@ async fn import_is_all_or_nothing_with_row_errors() {
         .unwrap();
     assert_eq!(row.entry.summary["cards"]["count"], 1000);
 }
+
+#[tokio::test]
+async fn explain_traffic_exhausted_names_the_package_and_the_reset() {
+    let w = World::new().await;
+    config_everything(&w, 3600).await;
+    let id = card(&w, 1, json!({})).await;
+    let now = chrono::Utc::now();
+    let usage = w
+        .stores
+        .packages
+        .create_usage(&domain::NewPackageUsage {
+            owner: domain::PackageOwner::Card(domain::CardId(id)),
+            package_id: None,
+            external_id: None,
+            status: domain::PackageStatus::Active,
+            data_limit_mb: Some(1000.into()),
+            virtual_ratio: 1.into(),
+            used_mb: 1024.into(),
+            activate_on_realname: false,
+            activated_at: Some(now - chrono::Duration::days(1)),
+            expires_at: Some(now + chrono::Duration::days(30)),
+            reset_cycle: domain::ResetCycle::Monthly,
+            next_reset_at: Some(now + chrono::Duration::days(3)),
+        })
+        .await
+        .unwrap();
+    let e = w
+        .get(&format!("/api/admin/cards/{id}/explain"), VIEWER)
+        .await;
+    let e = e.ok(StatusCode::OK);
+    assert_eq!(e["decision"]["action"], "stop");
+    assert_eq!(e["decision"]["holding_reason"], "traffic_exhausted");
+    assert_eq!(e["packages"][0]["exhausted"], true);
+    let summary = e["summary"].as_str().unwrap();
+    let used = format!("package {} used 1024 of 1000 MB", usage.id);
+    assert!(summary.contains(&used), "{summary}");
+    assert!(summary.contains("monthly reset on"), "{summary}");
+}
