@@ -21,10 +21,12 @@ key=${CMP_FUZZ_KEY:-}
 logs=${TMPDIR:-/tmp}/cmp-api-fuzz
 mkdir -p "$logs"
 
-if ! command -v schemathesis >/dev/null 2>&1; then
-    echo "api-fuzz: installing schemathesis"
-    python3 -m pip install --quiet schemathesis
-fi
+for tool in schemathesis openapi-spec-validator; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "api-fuzz: installing $tool"
+        python3 -m pip install --quiet "$tool"
+    fi
+done
 
 pids=()
 cleanup() {
@@ -66,6 +68,10 @@ if [ -z "$url" ] || [ -z "$key" ]; then
         sleep 0.1
     done
 fi
+
+echo "api-fuzz: validating $url/api/openapi.json as OpenAPI 3.1"
+curl -fsS "$url/api/openapi.json" >"$logs/openapi.json"
+openapi-spec-validator "$logs/openapi.json"
 
 echo "api-fuzz: $url, $examples examples per operation, at most $secs s"
 timeout "$secs" schemathesis run "$url/api/openapi.json" \
