@@ -234,3 +234,40 @@ impl Admin {
         self.stores.cards.state_log(id, page).await.admin()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_checks_point_into_the_row() {
+        let row = CardBody {
+            iccid: "89 86".into(),
+            msisdn: Some(String::new()),
+            carrier_id: -1,
+            card_category: CardCategory::Normal,
+            status: 1,
+            real_name_status: RealNameStatus::Verified,
+            network_status: NetworkStatus::Online,
+            enable_polling: true,
+            device_id: Some(0),
+        };
+        let mut checks = Checks::default();
+        row.check("/cards/3", &mut checks);
+        match checks.finish() {
+            Err(AdminError::Invalid(errors)) => {
+                let pointers: Vec<&str> = errors.iter().map(|e| e.pointer.as_str()).collect();
+                assert_eq!(
+                    pointers,
+                    [
+                        "/cards/3/iccid",
+                        "/cards/3/msisdn",
+                        "/cards/3/carrier_id",
+                        "/cards/3/device_id"
+                    ]
+                );
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+}
