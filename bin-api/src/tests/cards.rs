@@ -335,3 +335,29 @@ async fn explain_traffic_exhausted_names_the_package_and_the_reset() {
     assert!(summary.contains(&used), "{summary}");
     assert!(summary.contains("monthly reset on"), "{summary}");
 }
+
+#[tokio::test]
+async fn an_import_of_100_000_cards_fits_the_body_limit_and_the_timeout() {
+    let w = World::new().await;
+    config_everything(&w, 3600).await;
+    let rows: Vec<Value> = (0..100_000u64)
+        .map(
+            |i| json!({"iccid": iccid(i), "msisdn": format!("86{i:011}"), "carrier_id": 1 + i % 3}),
+        )
+        .collect();
+    let started = std::time::Instant::now();
+    let a = w
+        .post("/api/admin/cards/import", OPERATOR, json!({"cards": rows}))
+        .await;
+    let r = a.ok(StatusCode::CREATED);
+    assert_eq!(r["imported"], 100_000);
+    assert_eq!(r["enqueued"], 100_000);
+    assert!(started.elapsed() < crate::app::REQUEST_TIMEOUT);
+    eprintln!("100,000 cards imported in {:?}", started.elapsed());
+    let rows: Vec<Value> = (0..100_001u64)
+        .map(|i| json!({"iccid": iccid(i), "carrier_id": 1}))
+        .collect();
+    w.post("/api/admin/cards/import", OPERATOR, json!({"cards": rows}))
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+}

@@ -36,6 +36,7 @@ pub struct ImportReport {
 
 impl Admin {
     pub async fn import_cards(&self, body: &ImportBody) -> Result<ImportReport, AdminError> {
+        let started = std::time::Instant::now();
         let rows = &body.cards;
         if rows.is_empty() || rows.len() > MAX_IMPORT {
             return Err(AdminError::invalid(
@@ -100,11 +101,16 @@ impl Admin {
             errors.truncate(MAX_ROW_ERRORS);
             return Err(AdminError::Invalid(errors));
         }
+        let checked = started.elapsed();
         let ids = self.stores.cards.insert_bulk(&new).await.admin()?;
+        let inserted = started.elapsed();
         let outcome = self.lifecycle.on_batch_cards_created(&ids).await?;
         tracing::info!(
             imported = ids.len(),
             enqueued = outcome.enqueued,
+            ?checked,
+            ?inserted,
+            total = ?started.elapsed(),
             "cards imported"
         );
         Ok(ImportReport {
