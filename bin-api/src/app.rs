@@ -19,9 +19,10 @@ use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-/// How long one request may take before it is answered 503 (an import of 100,000 cards takes
-/// a few seconds).
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one request may take before it is answered 503: room for an import of 100,000
+/// cards on a busy machine (docs/decisions.md), far below any load balancer's idle timeout
+/// worth having.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What every handler gets. Cheap to clone.
 #[derive(Clone)]
