@@ -27,6 +27,11 @@ const MIGRATIONS: &[SqlMigration] = &[
         up: include_str!("../sql/0003_usage_order.up.sql"),
         down: include_str!("../sql/0003_usage_order.down.sql"),
     },
+    SqlMigration {
+        name: "m0004_admin_api",
+        up: include_str!("../sql/0004_admin_api.up.sql"),
+        down: include_str!("../sql/0004_admin_api.down.sql"),
+    },
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -4,8 +4,47 @@
 //!
 //! This crate holds no HTTP types (no axum, no status codes): `cmp-api` routes, authenticates
 //! and maps [`AdminError`]s to answers. It reaches PostgreSQL only through the store traits and
-//! never depends on the scheduler or the task handlers.
+//! never depends on the scheduler or the task handlers. The bodies it takes and the answers it
+//! gives derive `utoipa::ToSchema`, so that the API documents exactly what the services read.
+//!
+//! * [`Admin`] (`context.rs`): every dependency, built once by the binary;
+//! * polling configs (`configs.rs`, `dry_run.rs`), cards (`cards.rs`, `import.rs`), devices
+//!   (`devices.rs`), packages (`packages.rs`), manual trigger (`manual.rs`), asset polling
+//!   control (`polling_control.rs`), the explain page (`explain.rs`), the audit of writes
+//!   (`audit.rs`).
 
+mod audit;
+mod cards;
+mod configs;
+mod context;
+mod devices;
+mod dry_run;
 mod error;
+mod evaluation;
+mod explain;
+mod explain_text;
+mod import;
+mod manual;
+mod packages;
+mod polling_control;
 
-pub use error::AdminError;
+pub use cards::{CardAction, CardBody, CardStatusBody};
+pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
+pub use context::{Admin, AdminParts, AdminStores};
+pub use devices::{
+    BindBody, BindOutcome, DeviceBody, DeviceCardResult, DeviceSwitchReport, DeviceView,
+};
+pub use dry_run::{DryRun, DryRunBody};
+pub use error::{AdminError, FieldError};
+pub use evaluation::Evaluation;
+pub use explain::{
+    DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,
+    RealNameEvidence,
+};
+pub use import::{ImportBody, ImportReport, MAX_IMPORT};
+pub use manual::{
+    CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
+    TriggerCancel, TriggerReport, TriggerSingle,
+};
+pub use packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
+pub use polling_control::{AssetType, PollingStatusBody, PollingStatusReport};

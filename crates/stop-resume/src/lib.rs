@@ -20,6 +20,7 @@
 //! reschedule cards: that is the caller's job.
 
 mod decision;
+mod device;
 mod error;
 pub mod metrics;
 mod protect;
@@ -27,6 +28,7 @@ mod service;
 mod trigger;
 
 pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
+pub use device::DeviceCardOutcome;
 pub use error::StopResumeError;
 pub use protect::ProtectChecked;
 pub use service::{Evaluated, StopResumeService, StopResumeSettings};

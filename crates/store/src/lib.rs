@@ -20,8 +20,10 @@
 
 mod alert;
 mod api_key;
+mod audit_log;
 mod bulk;
 mod card;
+mod card_admin;
 mod card_sql;
 mod cleanup;
 mod config;
@@ -37,7 +39,9 @@ mod usage;
 
 pub use alert::PgAlertStore;
 pub use api_key::PgApiKeyStore;
+pub use audit_log::PgAdminAuditStore;
 pub use card::PgCardStore;
+pub use card_admin::PgCardAdminStore;
 pub use cleanup::PgCleanupStore;
 pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
@@ -47,8 +51,8 @@ pub use package::PgPackageStore;
 
 use domain::StoreError;
 use domain::store::{
-    AlertStore, ApiKeyStore, CardStore, CleanupStore, DeviceStore, ManualTriggerLogStore,
-    PackageStore, PollingConfigStore,
+    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CleanupStore, DeviceStore,
+    ManualTriggerLogStore, PackageStore, PollingConfigStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -76,6 +80,8 @@ pub struct Stores {
     pub cleanup: Arc<dyn CleanupStore>,
     pub manual_triggers: Arc<dyn ManualTriggerLogStore>,
     pub api_keys: Arc<dyn ApiKeyStore>,
+    pub card_admin: Arc<dyn CardAdminStore>,
+    pub admin_audit: Arc<dyn AdminAuditStore>,
 }
 
 impl Stores {
@@ -88,6 +94,8 @@ impl Stores {
             alerts: Arc::new(PgAlertStore::new(db.clone())),
             cleanup: Arc::new(PgCleanupStore::new(db.clone())),
             manual_triggers: Arc::new(PgManualTriggerLogStore::new(db.clone())),
+            card_admin: Arc::new(PgCardAdminStore::new(db.clone())),
+            admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }

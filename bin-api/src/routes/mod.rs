@@ -1,0 +1,23 @@
+//! The `/api/admin` routes, one module per group. Handlers only extract, call the admin
+//! service and answer; the `#[utoipa::path]` on each is its documentation.
+
+use crate::app::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+mod assets;
+mod audit;
+mod cards;
+mod configs;
+mod devices;
+mod manual_trigger;
+
+/// Every admin route (paths relative to `/api/admin`).
+pub(crate) fn all() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(configs::routes())
+        .merge(manual_trigger::routes())
+        .merge(assets::routes())
+        .merge(cards::routes())
+        .merge(devices::routes())
+        .merge(audit::routes())
+}
