@@ -1,0 +1,172 @@
+//! After a polling config changes, the queues follow (RULES.md "Lifecycle", third row): a
+//! config edit published the way the API publishes it changes the queue membership of exactly
+//! the cards it affects, key by key, and nothing else.
+
+mod common;
+
+use chrono::Duration as Span;
+use common::{World, config, intervals, t0};
+use domain::{CardId, TaskType};
+use lifecycle::{QueueReconciler, ReconcileSettings};
+use polling_config::PollingConfigManager;
+use polling_queue::{SingletonLease, to_score};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Waits until the worker's configs are no longer `old` (the published change arrived), then
+/// until a run for them has completed.
+async fn wait_reconciled(
+    reconciler: &QueueReconciler,
+    configs: &PollingConfigManager,
+    old: Option<u64>,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while Some(configs.snapshot().fingerprint()) == old {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the change never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    loop {
+        let fingerprint = configs.snapshot().fingerprint();
+        let state = reconciler.progress().read().await.expect("progress");
+        if state.completed_for(fingerprint) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no completed reconciliation for the configs in force: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_edit_changes_exactly_the_affected_cards_queues() -> anyhow::Result<()> {
+    let w = World::new().await?;
+    w.add_config(config(
+        "all cards",
+        10,
+        intervals(600, 300, 3600, Some(120)),
+    ))
+    .await?;
+    let carrier_1: Vec<CardId> = (100..106).map(CardId).collect();
+    let carrier_2: Vec<CardId> = (200..204).map(CardId).collect();
+    for card in &carrier_1 {
+        w.card_with_id(card.get(), true, None).await?;
+    }
+    for card in &carrier_2 {
+        let id = card.get();
+        w.sql(&format!(
+            "INSERT INTO tb_iot_card (id, iccid, carrier_id, real_name_status, network_status) \
+             VALUES ({id}, 'iccid-{id}', 2, 1, 1)"
+        ))
+        .await?;
+    }
+    for card in carrier_1.iter().chain(&carrier_2) {
+        w.queue_everywhere(*card).await?;
+    }
+    let shutdown = CancellationToken::new();
+    let refresher = w.configs.spawn_refresher(shutdown.clone()).await?;
+    let reconciler = QueueReconciler::new(
+        w.cards(),
+        w.queue.clone(),
+        w.configs.clone(),
+        SingletonLease::new(w.pool.clone(), w.keys.clone()),
+        Arc::new(w.clock.clone()),
+        ReconcileSettings {
+            page_size: 3,
+            ..ReconcileSettings::default()
+        },
+    );
+    let follower = tokio::spawn(reconciler.clone().follow_config_changes(shutdown.clone()));
+    wait_reconciled(&reconciler, &w.configs, None).await;
+    let before = w.all_queues().await?;
+
+    // The API process: its own manager, writes the config, publishes the invalidation.
+    let api = PollingConfigManager::new(w.config_store(), w.pool.clone(), w.keys.clone());
+    w.clock.advance(Span::seconds(60));
+    let old = Some(w.configs.snapshot().fingerprint());
+    let narrow = w
+        .stores
+        .configs
+        .insert(&domain::PollingConfigInput {
+            carrier_id: Some(domain::CarrierId(2)),
+            intervals: domain::Intervals {
+                package_interval_secs: None,
+                ..intervals(600, 300, 3600, None)
+            },
+            ..config(
+                "carrier 2: usage and real-name only",
+                1,
+                intervals(600, 300, 3600, None),
+            )
+        })
+        .await?;
+    api.publish_changed().await?;
+    wait_reconciled(&reconciler, &w.configs, old).await;
+
+    for card in &carrier_1 {
+        assert_eq!(
+            w.entries_of(*card).await?,
+            TaskType::ALL
+                .iter()
+                .map(|t| (*t, card.shard(16), to_score(t0())))
+                .collect::<Vec<_>>(),
+            "card {card} of carrier 1 untouched"
+        );
+    }
+    for card in &carrier_2 {
+        assert_eq!(
+            w.entries_of(*card).await?,
+            vec![
+                (TaskType::Realname, card.shard(16), to_score(t0())),
+                (TaskType::Carddata, card.shard(16), to_score(t0())),
+            ],
+            "card {card} of carrier 2: package and protect removed, the rest kept"
+        );
+    }
+
+    // Disabled again: carrier 2's cards come back to package and protect, due now.
+    w.clock.advance(Span::seconds(60));
+    let old = Some(w.configs.snapshot().fingerprint());
+    w.stores.configs.set_enabled(narrow.id, false).await?;
+    api.publish_changed().await?;
+    wait_reconciled(&reconciler, &w.configs, old).await;
+    let now = to_score(t0() + Span::seconds(120));
+    for card in &carrier_2 {
+        let shard = card.shard(16);
+        assert_eq!(
+            w.entries_of(*card).await?,
+            vec![
+                (TaskType::Realname, shard, to_score(t0())),
+                (TaskType::Carddata, shard, to_score(t0())),
+                (TaskType::Package, shard, now),
+                (TaskType::Protect, shard, now),
+            ],
+            "card {card}"
+        );
+    }
+    let after = w.all_queues().await?;
+    for ((shard, task), members) in &before {
+        for (card, score) in members {
+            if *card < 200 {
+                assert_eq!(after[&(*shard, *task)].get(card), Some(score));
+            }
+        }
+    }
+    let state = reconciler.progress().read().await?;
+    assert_eq!(state.processed, 10);
+    assert_eq!(
+        (state.added, state.removed),
+        (8, 0),
+        "the last run's changes"
+    );
+
+    shutdown.cancel();
+    follower.await?;
+    refresher.await?;
+    Ok(())
+}
