@@ -7,7 +7,7 @@ use common::World;
 use domain::{GatewayOutcome, NetworkStatus, RealNameStatus, StopReason};
 use gateway::CallKind;
 use gateway_sim::{FaultsPatch, Script, ScriptStep};
-use stop_resume::{Action, NothingWhy, StopResumeError, Trigger};
+use stop_resume::{Action, NothingWhy, StopResumeError, StopResumeSettings, Trigger};
 
 #[tokio::test]
 async fn stop_path_end_to_end() {
@@ -142,6 +142,43 @@ async fn twenty_concurrent_evaluations_call_the_gateway_once() {
     }
     assert_eq!(stopped, 1);
     assert_eq!(w.calls("89003"), (1, 0), "exactly one gateway stop");
+    assert_eq!(w.log(card).await.len(), 1, "exactly one audit row");
+}
+
+/// A carrier slower than the card lock's TTL: the holder renews the lock while it waits, so a
+/// second evaluation cannot take the lock, see the card still online and stop it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_carrier_slower_than_the_lock_ttl_still_stops_once() {
+    let w = World::new().await;
+    let card = w.card("89004", None).await;
+    w.sim
+        .state()
+        .set_faults(FaultsPatch {
+            latency_ms: Some(1_000),
+            ..FaultsPatch::default()
+        })
+        .expect("faults");
+    let settings = StopResumeSettings {
+        lock_ttl: std::time::Duration::from_millis(300),
+        lock_wait: std::time::Duration::from_secs(5),
+        ..StopResumeSettings::default()
+    };
+    let (first, second) = (
+        w.service_with(settings.clone()).await,
+        w.service_with(settings).await,
+    );
+    let (a, b) = tokio::join!(first.evaluate_and_act(card, Trigger::Carddata), async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        second.evaluate_and_act(card, Trigger::Carddata).await
+    });
+    let actions = [a.expect("first").action, b.expect("second").action];
+    assert!(actions.contains(&Action::Stopped {
+        reason: StopReason::NoPackage
+    }));
+    assert!(actions.contains(&Action::Nothing {
+        why: NothingWhy::AlreadyStopped
+    }));
+    assert_eq!(w.calls("89004"), (1, 0), "exactly one gateway stop");
     assert_eq!(w.log(card).await.len(), 1, "exactly one audit row");
 }
 

@@ -72,6 +72,20 @@ impl World {
         World::service_on(&self.stores, &self.sim, &self.clock, &self.keys, pool)
     }
 
+    /// Another service over the same world with other settings (lock TTL, waits).
+    pub async fn service_with(&self, settings: StopResumeSettings) -> StopResumeService {
+        let pool = self.env.redis.pool().await.expect("redis pool");
+        StopResumeService::new(
+            self.stores.cards.clone(),
+            self.stores.packages.clone(),
+            Arc::new(gateway(&self.sim)),
+            ProtectKeys::new(pool.clone(), self.keys.clone()),
+            CardLock::new(pool, self.keys.clone()),
+            Arc::new(self.clock.clone()),
+            settings,
+        )
+    }
+
     fn service_on(
         stores: &Stores,
         sim: &SimHandle,
