@@ -224,12 +224,20 @@ async fn a_run_whose_lease_is_taken_over_is_stopped() -> anyhow::Result<()> {
     )
     .with_job(Box::new(job));
     let run = tokio::spawn(sched.run(stop.clone()));
-    assert!(wait_until(|| started.load(Ordering::SeqCst) == 1, Duration::from_secs(5)).await);
+    assert!(
+        wait_until(
+            || started.load(Ordering::SeqCst) == 1,
+            Duration::from_secs(5)
+        )
+        .await
+    );
     // Another node took the lease (e.g. after it expired during a Redis outage).
     let key = keys.render(&polling_queue::RedisKey::Lease {
         job: "lost_job".into(),
     });
-    let _: () = pool.set(key.as_str(), "another-node", None, None, false).await?;
+    let _: () = pool
+        .set(key.as_str(), "another-node", None, None, false)
+        .await?;
     assert!(
         wait_until(|| dropped.load(Ordering::SeqCst), Duration::from_secs(3)).await,
         "the run went on without its lease"
