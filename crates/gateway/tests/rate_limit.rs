@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 async fn redis() -> (Pool, Keys) {
     let url = std::env::var("CMP_TEST_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
-    let pool = Builder::from_config(Config::from_url(&url).unwrap())
+    let pool = Builder::from_config(Config::from_url(&url).expect("redis url"))
         .build_pool(2)
-        .unwrap();
+        .expect("redis pool");
     pool.init().await.expect("Redis at CMP_TEST_REDIS_URL");
     let prefix = format!(
         "test-gateway-{}-{}:",
@@ -57,7 +57,7 @@ fn hammer(
 async fn total(tasks: Vec<tokio::task::JoinHandle<u32>>) -> u32 {
     let mut ok = 0;
     for t in tasks {
-        ok += t.await.unwrap();
+        ok += t.await.expect("caller task");
     }
     ok
 }

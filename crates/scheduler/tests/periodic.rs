@@ -164,3 +164,85 @@ async fn a_slow_job_does_not_hold_up_the_others() -> anyhow::Result<()> {
     n.await?;
     Ok(())
 }
+
+/// Sets its flag when dropped: shows that a run's future was dropped (stopped).
+struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+struct Stoppable {
+    started: Arc<AtomicUsize>,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait]
+impl PeriodicJob for Stoppable {
+    fn name(&self) -> &'static str {
+        "lost_job"
+    }
+    fn every(&self) -> Duration {
+        Duration::from_millis(1500)
+    }
+    async fn run(&self) -> Result<(), BoxError> {
+        let _guard = Dropped(self.dropped.clone());
+        self.started.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<()>().await;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_run_whose_lease_is_taken_over_is_stopped() -> anyhow::Result<()> {
+    use fred::prelude::*;
+    let redis = test_support::TestRedis::new().await?;
+    let pool = redis.pool().await?;
+    let keys = polling_queue::Keys::new(redis.prefix.clone());
+    let queue = PollingQueueManager::new(
+        pool.clone(),
+        keys.clone(),
+        polling_queue::QueueSettings::default(),
+        Arc::new(SystemClock),
+    );
+    let leases = SingletonLease::new(pool.clone(), keys.clone());
+    let job = Stoppable {
+        started: Arc::default(),
+        dropped: Arc::default(),
+    };
+    let (started, dropped) = (job.started.clone(), job.dropped.clone());
+    let handler = Recorder::new(TaskType::Realname, queue.clone(), Behaviour::Quick);
+    let stop = CancellationToken::new();
+    let sched = Scheduler::new(
+        queue.clone(),
+        Registry::new([handler as Arc<dyn TaskHandler>]),
+        leases,
+        Arc::new(SystemClock) as Arc<dyn Clock>,
+        settings(2),
+    )
+    .with_job(Box::new(job));
+    let run = tokio::spawn(sched.run(stop.clone()));
+    assert!(
+        wait_until(
+            || started.load(Ordering::SeqCst) == 1,
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    // Another node took the lease (e.g. after it expired during a Redis outage).
+    let key = keys.render(&polling_queue::RedisKey::Lease {
+        job: "lost_job".into(),
+    });
+    let _: () = pool
+        .set(key.as_str(), "another-node", None, None, false)
+        .await?;
+    assert!(
+        wait_until(|| dropped.load(Ordering::SeqCst), Duration::from_secs(3)).await,
+        "the run went on without its lease"
+    );
+    stop.cancel();
+    run.await?;
+    Ok(())
+}

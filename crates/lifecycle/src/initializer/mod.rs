@@ -16,7 +16,7 @@ use domain::store::CardStore;
 use domain::{CardId, CardMatchFields, Clock};
 use fred::prelude::*;
 use polling_config::PollingConfigManager;
-use polling_queue::{Keys, LeaseToken, RedisKey, SingletonLease};
+use polling_queue::{InitWriter, Keys, LeaseToken, SingletonLease};
 use progress::Totals;
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,8 +81,8 @@ pub struct InitReport {
 pub struct CardInitializer {
     cards: Arc<dyn CardStore>,
     configs: PollingConfigManager,
-    pool: Pool,
-    keys: Keys,
+    /// The initializer's writes of `polling:*` keys (shard queues, progress).
+    writer: InitWriter,
     lease: SingletonLease,
     clock: Arc<dyn Clock>,
     settings: InitSettings,
@@ -108,24 +108,20 @@ impl CardInitializer {
         settings.shard_count = settings.shard_count.max(1);
         settings.page_size = settings.page_size.max(1);
         let lease = SingletonLease::new(pool.clone(), keys.clone());
+        let writer = InitWriter::new(pool, &keys, settings.shard_count);
         Self {
             cards,
             configs,
-            pool,
-            keys,
+            writer,
             lease,
             clock,
             settings,
         }
     }
 
-    fn progress_key(&self) -> String {
-        self.keys.render(&RedisKey::InitProgress)
-    }
-
     /// The progress hash, if a run ever started.
     pub async fn progress(&self) -> Result<Option<InitProgress>, LifecycleError> {
-        progress::read(&self.pool, &self.progress_key()).await
+        progress::read(&self.writer).await
     }
 
     /// Whether no run has completed yet (`cmp-worker run` calls this at start).
@@ -156,9 +152,7 @@ impl CardInitializer {
         {
             tracing::error!(%error, "card initializer failed");
             let msg = error.to_string();
-            let key = self.progress_key();
-            if let Err(e) =
-                progress::finish(&self.pool, &key, None, Some(&msg), self.clock.now()).await
+            if let Err(e) = progress::finish(&self.writer, None, Some(&msg), self.clock.now()).await
             {
                 tracing::warn!(error = %e, "could not record the initializer failure");
             }
@@ -188,8 +182,7 @@ impl CardInitializer {
 
     async fn run_locked(&self, mode: InitMode) -> Result<InitReport, LifecycleError> {
         let s = self.settings;
-        let key = self.progress_key();
-        if let Some(p) = progress::read(&self.pool, &key).await? {
+        if let Some(p) = progress::read(&self.writer).await? {
             match p.shard_count {
                 Some(recorded) if recorded != s.shard_count => {
                     return Err(LifecycleError::ShardCountMismatch {
@@ -209,13 +202,13 @@ impl CardInitializer {
         } else {
             "initial"
         };
-        progress::start(&self.pool, &key, s.shard_count, mode_name, self.clock.now()).await?;
+        progress::start(&self.writer, s.shard_count, mode_name, self.clock.now()).await?;
         // The sets own every task of the run: dropping the run (abort) stops them all.
         let (mut reader, mut writes) = (JoinSet::new(), JoinSet::new());
         let (tx, mut pages) = mpsc::channel(1);
         reader.spawn(read_pages(self.cards.clone(), s.page_size, tx));
         let total = self.cards.count_polling_enabled().await?;
-        progress::set_total(&self.pool, &key, total).await?;
+        progress::set_total(&self.writer, total).await?;
         tracing::info!(
             total,
             mode = mode_name,
@@ -223,7 +216,7 @@ impl CardInitializer {
             "card initializer started"
         );
 
-        let batcher = Batcher::new(&self.keys, s.shard_count, s.members_per_command);
+        let batcher = Batcher::new(self.writer.clone(), s.shard_count, s.members_per_command);
         let mut totals = Totals::new(s.shard_count);
         loop {
             tokio::select! {
@@ -237,7 +230,7 @@ impl CardInitializer {
                     let page = page?;
                     let (snapshot, now) = (self.configs.snapshot(), self.clock.now().timestamp());
                     let (commands, counts) = batcher.page(&page, &snapshot, now);
-                    let write = writer::write(self.pool.clone(), commands, s.commands_per_pipeline, s.writers);
+                    let write = writer::write(self.writer.clone(), commands, s.commands_per_pipeline, s.writers);
                     writes.spawn(async move { write.await.map(|added| (counts, added)) });
                 }
             }
@@ -245,7 +238,7 @@ impl CardInitializer {
         while let Some(joined) = writes.join_next().await {
             self.record(joined, &mut totals).await?;
         }
-        progress::finish(&self.pool, &key, Some(&totals), None, self.clock.now()).await?;
+        progress::finish(&self.writer, Some(&totals), None, self.clock.now()).await?;
         tracing::info!(
             processed = totals.processed,
             unmatched = totals.unmatched,
@@ -269,7 +262,7 @@ impl CardInitializer {
     ) -> Result<(), LifecycleError> {
         let (counts, added) = joined.map_err(|e| LifecycleError::Task(e.to_string()))??;
         totals.add(&counts, added);
-        progress::page_done(&self.pool, &self.progress_key(), totals).await
+        progress::page_done(&self.writer, totals).await
     }
 }
 

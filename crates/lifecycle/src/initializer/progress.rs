@@ -3,9 +3,7 @@
 use super::writer::PageCounts;
 use crate::LifecycleError;
 use chrono::{DateTime, Utc};
-use fred::prelude::*;
-use fred::types::Value;
-use std::collections::HashMap;
+use polling_queue::InitWriter;
 
 /// `status` of the progress hash (CONTRACT.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,24 +72,28 @@ impl Totals {
         }
     }
 
-    fn fields(&self) -> Vec<(String, Value)> {
+    fn fields(&self) -> Vec<(String, String)> {
         let mut f = vec![
-            ("processed".to_owned(), Value::from(self.processed as i64)),
-            ("unmatched".to_owned(), Value::from(self.unmatched as i64)),
-            ("added".to_owned(), Value::from(self.added as i64)),
+            field("processed", self.processed),
+            field("unmatched", self.unmatched),
+            field("added", self.added),
         ];
         f.extend(
             self.shards
                 .iter()
                 .enumerate()
-                .map(|(i, n)| (format!("shard:{i}"), Value::from(*n as i64))),
+                .map(|(i, n)| (format!("shard:{i}"), n.to_string())),
         );
         f
     }
 }
 
-pub(crate) async fn read(pool: &Pool, key: &str) -> Result<Option<InitProgress>, LifecycleError> {
-    let raw: HashMap<String, String> = pool.hgetall(key).await?;
+fn field(name: &str, value: impl ToString) -> (String, String) {
+    (name.to_owned(), value.to_string())
+}
+
+pub(crate) async fn read(writer: &InitWriter) -> Result<Option<InitProgress>, LifecycleError> {
+    let raw = writer.read_progress().await?;
     if raw.is_empty() {
         return Ok(None);
     }
@@ -142,52 +144,34 @@ fn corrupt(field: &str, value: &str) -> LifecycleError {
 
 /// Replaces the hash with a fresh `running` record.
 pub(crate) async fn start(
-    pool: &Pool,
-    key: &str,
+    writer: &InitWriter,
     shard_count: u32,
     mode: &str,
     now: DateTime<Utc>,
 ) -> Result<(), LifecycleError> {
     let mut fields = Totals::new(shard_count).fields();
     fields.extend([
-        (
-            "status".to_owned(),
-            Value::from_static_str(InitStatus::Running.as_str()),
-        ),
-        (
-            "shard_count".to_owned(),
-            Value::from(i64::from(shard_count)),
-        ),
-        ("total".to_owned(), Value::from(0)),
-        ("mode".to_owned(), Value::from(mode)),
-        ("started_at".to_owned(), Value::from(now.to_rfc3339())),
+        field("status", InitStatus::Running.as_str()),
+        field("shard_count", shard_count),
+        field("total", 0),
+        field("mode", mode),
+        field("started_at", now.to_rfc3339()),
     ]);
-    let trx = pool.next().multi();
-    let _: () = trx.del(key).await?;
-    let _: () = trx.hset(key, fields).await?;
-    let _: Vec<Value> = trx.exec(true).await?;
-    Ok(())
+    Ok(writer.replace_progress(fields).await?)
 }
 
-pub(crate) async fn set_total(pool: &Pool, key: &str, total: u64) -> Result<(), LifecycleError> {
-    let _: () = pool.hset(key, ("total", total as i64)).await?;
-    Ok(())
+pub(crate) async fn set_total(writer: &InitWriter, total: u64) -> Result<(), LifecycleError> {
+    Ok(writer.update_progress(vec![field("total", total)]).await?)
 }
 
 /// Records the totals after a page is written.
-pub(crate) async fn page_done(
-    pool: &Pool,
-    key: &str,
-    totals: &Totals,
-) -> Result<(), LifecycleError> {
-    let _: () = pool.hset(key, totals.fields()).await?;
-    Ok(())
+pub(crate) async fn page_done(writer: &InitWriter, totals: &Totals) -> Result<(), LifecycleError> {
+    Ok(writer.update_progress(totals.fields()).await?)
 }
 
 /// Records the end of a run: `completed` (total := processed) or `failed` with the error.
 pub(crate) async fn finish(
-    pool: &Pool,
-    key: &str,
+    writer: &InitWriter,
     totals: Option<&Totals>,
     error: Option<&str>,
     now: DateTime<Utc>,
@@ -199,13 +183,12 @@ pub(crate) async fn finish(
         InitStatus::Completed
     };
     if let (Some(t), None) = (totals, error) {
-        fields.push(("total".to_owned(), Value::from(t.processed as i64)));
+        fields.push(field("total", t.processed));
     }
     fields.extend([
-        ("status".to_owned(), Value::from_static_str(status.as_str())),
-        ("finished_at".to_owned(), Value::from(now.to_rfc3339())),
-        ("error".to_owned(), Value::from(error.unwrap_or(""))),
+        field("status", status.as_str()),
+        field("finished_at", now.to_rfc3339()),
+        field("error", error.unwrap_or("")),
     ]);
-    let _: () = pool.hset(key, fields).await?;
-    Ok(())
+    Ok(writer.update_progress(fields).await?)
 }

@@ -1,17 +1,10 @@
-//! One page of cards -> pipelined variadic `ZADD key NX score id score id ...` commands.
-//!
-//! No per-card `String`: members and scores are `Value::Integer`, which the protocol encoder
-//! writes as decimal bulk strings directly; the key of a (shard, type) is built once per run
-//! and shared by reference count.
+//! One page of cards -> first queue entries (pipelined variadic `ZADD key NX score id ...`,
+//! built and sent by `polling-queue`'s `InitWriter`, the one writer of the `polling:*` keys).
 
 use crate::LifecycleError;
 use domain::{CardMatchFields, TaskType};
-use fred::clients::Pipeline;
-use fred::prelude::*;
-use fred::types::{ClusterHash, CustomCommand, Value};
-use futures::{StreamExt, TryStreamExt};
 use polling_config::ConfigSnapshot;
-use polling_queue::Keys;
+use polling_queue::{FirstEntries, InitWriter};
 
 /// The first score of a card for one task type: `now + hash(card_id, task) % interval`,
 /// spreading the first round over one interval instead of a thundering herd. The task type is
@@ -40,105 +33,68 @@ pub(crate) struct PageCounts {
     pub(crate) shards: Vec<u64>,
 }
 
-/// Builds the commands of pages; holds the rendered keys for the whole run.
+/// Matches pages of cards into first queue entries; `polling-queue`'s [`InitWriter`] builds
+/// and sends the commands.
 pub(crate) struct Batcher {
-    /// `[shard][task]` -> the key as a shared value.
-    keys: Vec<[Value; 4]>,
+    writer: InitWriter,
+    shard_count: u32,
     members_per_command: usize,
 }
 
 impl Batcher {
-    pub(crate) fn new(keys: &Keys, shard_count: u32, members_per_command: usize) -> Self {
-        let keys = (0..shard_count)
-            .map(|shard| TaskType::ALL.map(|t| Value::from(keys.shard_queue(shard, t))))
-            .collect();
+    pub(crate) fn new(writer: InitWriter, shard_count: u32, members_per_command: usize) -> Self {
         Self {
-            keys,
-            members_per_command: members_per_command.max(1),
+            writer,
+            shard_count: shard_count.max(1),
+            members_per_command,
         }
     }
 
-    /// Matches every card of the page and returns the ZADD NX argument lists (key, `NX`, then
-    /// at most `members_per_command` score/member pairs each) and the page's counts.
+    /// Matches every card of the page and returns its first entries (`ZADD NX`: a card
+    /// already queued keeps its score) and the page's counts.
     pub(crate) fn page(
         &self,
         cards: &[CardMatchFields],
         snapshot: &ConfigSnapshot,
         now_secs: i64,
-    ) -> (Vec<Vec<Value>>, PageCounts) {
-        let shard_count = self.keys.len() as u32;
+    ) -> (FirstEntries, PageCounts) {
         let mut counts = PageCounts {
             processed: cards.len() as u64,
-            shards: vec![0; self.keys.len()],
+            shards: vec![0; self.shard_count as usize],
             ..PageCounts::default()
         };
-        let mut open: Vec<[Vec<Value>; 4]> =
-            (0..self.keys.len()).map(|_| Default::default()).collect();
-        let mut done = Vec::new();
+        let mut entries = self.writer.entries(self.members_per_command);
         for card in cards {
             let Some(matched) = snapshot.match_config(card) else {
                 counts.unmatched += 1;
                 continue;
             };
-            let shard = card.id.shard(shard_count) as usize;
-            counts.shards[shard] += 1;
+            if let Some(n) = counts
+                .shards
+                .get_mut(card.id.shard(self.shard_count) as usize)
+            {
+                *n += 1;
+            }
             for (task, interval) in matched.scheduled() {
-                let cmd = &mut open[shard][task.index()];
-                if cmd.is_empty() {
-                    cmd.reserve_exact(2 + 2 * self.members_per_command);
-                    cmd.push(self.keys[shard][task.index()].clone());
-                    cmd.push(Value::from_static_str("NX"));
-                }
-                let id = card.id.get();
-                cmd.push(Value::Integer(first_score(
-                    id,
-                    task,
-                    interval.as_secs(),
-                    now_secs,
-                )));
-                cmd.push(Value::Integer(id));
-                if cmd.len() == 2 + 2 * self.members_per_command {
-                    done.push(std::mem::take(cmd));
-                }
+                let score = first_score(card.id.get(), task, interval.as_secs(), now_secs);
+                entries.add(card.id, task, score);
             }
         }
-        done.extend(open.into_iter().flatten().filter(|c| !c.is_empty()));
-        (done, counts)
+        (entries, counts)
     }
 }
 
-/// Sends the commands as pipelines of `per_pipeline` commands, `in_flight` pipelines at a time
-/// over the pool's connections. Returns how many members were new (not already queued).
+/// Sends one page's entries: pipelines of `per_pipeline` commands, `in_flight` at a time.
+/// Returns how many members were new (not already queued).
 pub(crate) async fn write(
-    pool: Pool,
-    commands: Vec<Vec<Value>>,
+    writer: InitWriter,
+    entries: FirstEntries,
     per_pipeline: usize,
     in_flight: usize,
 ) -> Result<u64, LifecycleError> {
-    let mut commands = commands.into_iter().peekable();
-    let mut pipelines = Vec::new();
-    while commands.peek().is_some() {
-        pipelines.push(
-            commands
-                .by_ref()
-                .take(per_pipeline.max(1))
-                .collect::<Vec<_>>(),
-        );
-    }
-    futures::stream::iter(pipelines)
-        .map(|cmds| send(pool.next().pipeline(), cmds))
-        .buffer_unordered(in_flight.max(1))
-        .try_fold(0u64, |sum, added| async move { Ok(sum + added) })
-        .await
-}
-
-async fn send(pipe: Pipeline<Client>, commands: Vec<Vec<Value>>) -> Result<u64, LifecycleError> {
-    let zadd = CustomCommand::new_static("ZADD", ClusterHash::FirstKey, false);
-    for args in commands {
-        let _: () = pipe.custom(zadd.clone(), args).await?;
-    }
-    let added: Vec<i64> = pipe.all().await?;
-    Ok(added.into_iter().map(|n| n.max(0) as u64).sum())
+    Ok(writer
+        .add_first_entries(entries, per_pipeline, in_flight)
+        .await?)
 }
 
 #[cfg(test)]
