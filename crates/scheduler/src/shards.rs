@@ -48,27 +48,6 @@ pub(crate) fn shares(room: usize, shards: u32, rotate: u32) -> Vec<(u32, usize)>
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::shares;
-
-    #[test]
-    fn room_is_split_exactly_over_enough_shards_and_rotates() {
-        // A large room goes to every shard.
-        let s = shares(16 * 64 + 35, 16, 0);
-        assert_eq!(s.iter().map(|(_, n)| n).sum::<usize>(), 16 * 64 + 35);
-        assert_eq!(s.len(), 16);
-        assert_eq!(s[0], (0, 67));
-        assert_eq!(s[3], (3, 66));
-        // A small room goes to a few shards, at least 64 cards each, from `rotate` on.
-        let small = shares(200, 16, 14);
-        assert_eq!(small, vec![(14, 50), (15, 50), (0, 50), (1, 50)]);
-        assert_eq!(shares(3, 16, 5), vec![(5, 3)]);
-        assert!(shares(0, 16, 0).is_empty());
-        assert_eq!(shares(7, 1, 9), vec![(0, 7)]);
-    }
-}
-
 /// Up to `n` cards of the manual list, each leased in its shard first so that no other node
 /// polls it at the same time; cards already in flight elsewhere are left to that poll.
 pub(crate) async fn take_manual(
@@ -90,5 +69,26 @@ pub(crate) async fn take_manual(
                 "cannot lease the manually triggered cards; polling them unleased");
             taken
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shares;
+
+    #[test]
+    fn room_is_split_exactly_over_enough_shards_and_rotates() {
+        // A large room goes to every shard.
+        let s = shares(16 * 64 + 35, 16, 0);
+        assert_eq!(s.iter().map(|(_, n)| n).sum::<usize>(), 16 * 64 + 35);
+        assert_eq!(s.len(), 16);
+        assert_eq!(s[0], (0, 67));
+        assert_eq!(s[3], (3, 66));
+        // A small room goes to a few shards, at least 64 cards each, from `rotate` on.
+        let small = shares(200, 16, 14);
+        assert_eq!(small, vec![(14, 50), (15, 50), (0, 50), (1, 50)]);
+        assert_eq!(shares(3, 16, 5), vec![(5, 3)]);
+        assert!(shares(0, 16, 0).is_empty());
+        assert_eq!(shares(7, 1, 9), vec![(0, 7)]);
     }
 }
