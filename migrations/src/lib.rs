@@ -11,11 +11,18 @@ mod sql_migration;
 use sql_migration::SqlMigration;
 
 /// Every migration, in order.
-const MIGRATIONS: &[SqlMigration] = &[SqlMigration {
-    name: "m0001_initial",
-    up: include_str!("../sql/0001_initial.up.sql"),
-    down: include_str!("../sql/0001_initial.down.sql"),
-}];
+const MIGRATIONS: &[SqlMigration] = &[
+    SqlMigration {
+        name: "m0001_initial",
+        up: include_str!("../sql/0001_initial.up.sql"),
+        down: include_str!("../sql/0001_initial.down.sql"),
+    },
+    SqlMigration {
+        name: "m0002_ops_monitoring_cleanup",
+        up: include_str!("../sql/0002_ops_monitoring_cleanup.up.sql"),
+        down: include_str!("../sql/0002_ops_monitoring_cleanup.down.sql"),
+    },
+];
 
 /// The migrator both binaries and the test harness run.
 pub struct Migrator;

@@ -6,6 +6,12 @@
 //! and maps [`AdminError`]s to answers. It reaches PostgreSQL only through the store traits and
 //! never depends on the scheduler or the task handlers.
 
+pub mod alert_metrics;
+pub mod alerts;
+pub mod concurrency;
 mod error;
+pub mod evaluator;
+pub mod monitoring;
+pub mod webhook;
 
-pub use error::AdminError;
+pub use error::{AdminError, FieldError};

@@ -20,9 +20,11 @@ mod error;
 pub mod keys;
 mod lease;
 mod manual;
+mod monitor;
 mod protect;
 mod queue_manager;
 mod ratelimit;
+mod recent;
 mod score;
 mod scripts;
 mod semaphore;
@@ -34,9 +36,13 @@ pub use card_lock::{CardLock, CardLockToken};
 pub use error::QueueError;
 pub use keys::{Keys, RedisKey};
 pub use lease::{LeaseToken, SingletonLease};
+pub use monitor::{QueueSummary, SHARD_DEPTH_FAILED, ShardQueueStats};
 pub use protect::{ProtectKeys, ProtectState};
 pub use queue_manager::{PollingQueueManager, QueueSettings};
 pub use ratelimit::RedisRateLimiter;
+pub use recent::{
+    DURATION_BUCKETS_MS, GatewayCounts, GatewayOutcome, MinuteCounts, RecentCounters, quantile_ms,
+};
 pub use score::to_score;
 pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
 pub use stats::{HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

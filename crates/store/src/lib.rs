@@ -24,12 +24,14 @@ mod bulk;
 mod card;
 mod card_sql;
 mod cleanup;
+mod cleanup_partitions;
 mod config;
 mod convert;
 mod device;
 pub mod entity;
 mod error;
 mod manual_trigger;
+mod ops;
 mod package;
 mod package_sql;
 mod sql;
@@ -42,12 +44,13 @@ pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
 pub use error::db_err;
 pub use manual_trigger::PgManualTriggerLogStore;
+pub use ops::{PgMetricsHistoryStore, PgMonitoringStore};
 pub use package::PgPackageStore;
 
 use domain::StoreError;
 use domain::store::{
     AlertStore, ApiKeyStore, CardStore, CleanupStore, DeviceStore, ManualTriggerLogStore,
-    PackageStore, PollingConfigStore,
+    MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -75,6 +78,8 @@ pub struct Stores {
     pub cleanup: Arc<dyn CleanupStore>,
     pub manual_triggers: Arc<dyn ManualTriggerLogStore>,
     pub api_keys: Arc<dyn ApiKeyStore>,
+    pub monitoring: Arc<dyn MonitoringStore>,
+    pub metrics_history: Arc<dyn MetricsHistoryStore>,
 }
 
 impl Stores {
@@ -87,6 +92,8 @@ impl Stores {
             alerts: Arc::new(PgAlertStore::new(db.clone())),
             cleanup: Arc::new(PgCleanupStore::new(db.clone())),
             manual_triggers: Arc::new(PgManualTriggerLogStore::new(db.clone())),
+            monitoring: Arc::new(PgMonitoringStore::new(db.clone())),
+            metrics_history: Arc::new(PgMetricsHistoryStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }
