@@ -36,7 +36,12 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     ));
     let init = tokio::spawn(initialize_if_needed(c.initializer.clone()));
 
-    let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(c.gateway()?);
+    let gateway: Arc<dyn gateway::CarrierGateway> =
+        Arc::new(admin::gateway_counts::CountingGateway::new(
+            Arc::new(c.gateway()?),
+            polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
+            c.clock.clone(),
+        ));
     let deps = HandlerDeps {
         cards: c.stores.cards.clone(),
         packages: c.stores.packages.clone(),
@@ -72,6 +77,9 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     )
     .with_job(Box::new(ActivationCheck(jobs.clone())))
     .with_job(Box::new(DataReset(jobs)));
+    let scheduler = crate::admin_jobs::jobs(&c)?
+        .into_iter()
+        .fold(scheduler, |s, job| s.with_job(job));
 
     let report = scheduler.run(shutdown.clone()).await;
     shutdown.cancel();

@@ -117,7 +117,7 @@ impl MetricReader {
             }
             AlertMetric::StopsPerMinute => {
                 let since = now - chrono::Duration::seconds(i64::from(window_secs));
-                let stops = self.store.stops_since(since).await?;
+                let stops = self.store.stops_between(since, now).await?;
                 let n: u64 = match r.stop_reason {
                     Some(reason) => stops.get(&reason).copied().unwrap_or(0),
                     None => stops.values().sum(),

@@ -8,10 +8,15 @@
 
 pub mod alert_metrics;
 pub mod alerts;
+pub mod cleanup;
+mod cleanup_run;
 pub mod concurrency;
 mod error;
 pub mod evaluator;
+pub mod gateway_counts;
+pub mod history;
 pub mod monitoring;
 pub mod webhook;
 
+pub use cleanup_run::{RunReport, TableReport};
 pub use error::{AdminError, FieldError};

@@ -86,9 +86,13 @@ pub struct MetricsPoint {
 #[async_trait::async_trait]
 pub trait MonitoringStore: Send + Sync {
     async fn fleet_counts(&self) -> StoreResult<FleetCounts>;
-    /// Stops (`to_status = 0` rows of `tb_card_state_log`) since `since`, by reason; reads the
-    /// state log by its time index.
-    async fn stops_since(&self, since: DateTime<Utc>) -> StoreResult<HashMap<StopReason, u64>>;
+    /// Stops (rows of `tb_card_state_log` from online to stopped) in `[from, to)`, by reason;
+    /// reads the state log by its time index.
+    async fn stops_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<HashMap<StopReason, u64>>;
 }
 
 /// `tb_polling_metrics_history`.

@@ -128,14 +128,18 @@ impl MonitoringStore for PgMonitoringStore {
         })
     }
 
-    async fn stops_since(&self, since: DateTime<Utc>) -> StoreResult<HashMap<StopReason, u64>> {
+    async fn stops_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<HashMap<StopReason, u64>> {
         let rows = self
             .db
             .query_all_raw(stmt(
                 "SELECT stop_reason, count(*) AS n FROM tb_card_state_log \
-                 WHERE created_at >= $1 AND from_status = 1 AND to_status = 0 \
-                 GROUP BY stop_reason",
-                [since.into()],
+                 WHERE created_at >= $1 AND created_at < $2 AND from_status = 1 \
+                 AND to_status = 0 GROUP BY stop_reason",
+                [from.into(), to.into()],
             ))
             .await
             .map_err(db_err)?;
