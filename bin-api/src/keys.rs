@@ -11,7 +11,7 @@ pub(crate) enum KeysCommand {
     Create {
         #[arg(long)]
         name: String,
-        #[arg(long, value_parser = ["admin", "viewer"])]
+        #[arg(long, value_parser = ["admin", "operator", "viewer"])]
         role: String,
     },
     /// Revoke a key by id.

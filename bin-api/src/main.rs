@@ -1,8 +1,21 @@
 //! `cmp-api`: an admin API replica. Any number run behind a load balancer; each is stateless.
 //! `main` only parses the command, loads the settings and wires the parts together.
 
+mod app;
+mod audit;
+mod auth;
+mod components;
+mod error;
+mod extract;
+mod guard;
 mod keys;
+mod openapi;
+mod pagination;
+mod routes;
+#[cfg(test)]
+mod tests;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use settings::Settings;
 use std::process::ExitCode;
@@ -16,13 +29,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the API until SIGTERM or Ctrl-C.
+    /// Serve the API until SIGTERM or Ctrl-C (in-flight requests finish).
     Serve,
     /// Apply the database migrations.
     Migrate,
     /// Manage API keys.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Print the OpenAPI document.
+    Openapi,
 }
 
 fn main() -> ExitCode {
@@ -35,6 +50,10 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         Command::Migrate => ops::migrate(&settings).await,
         Command::Keys(cmd) => keys::run(&settings, cmd).await,
         Command::Serve => serve(settings).await,
+        Command::Openapi => {
+            println!("{}", openapi::document_json()?);
+            Ok(())
+        }
     }
 }
 
@@ -43,8 +62,16 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let db = ops::connect_database(&settings).await?;
     let redis = ops::connect_redis(&settings).await?;
     let shutdown = ops::shutdown_token();
-    let router = ops::health_router(ops::Readiness { db, redis }, metrics);
-    ops::serve(settings.api_bind, router, shutdown).await?;
+    let (state, configs) = components::state(&settings, db.clone(), redis.clone(), None)?;
+    let loaded = configs.start().await.context("load polling configs")?;
+    tracing::info!(configs = loaded, "polling configs loaded");
+    let refresher = configs
+        .spawn_refresher(shutdown.clone())
+        .await
+        .context("subscribe to polling config changes")?;
+    let health = ops::health_router(ops::Readiness { db, redis }, metrics);
+    ops::serve(settings.api_bind, app::app(state, health), shutdown).await?;
+    let _ = refresher.await;
     tracing::info!("api stopped");
     Ok(())
 }

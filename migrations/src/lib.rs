@@ -18,6 +18,11 @@ const MIGRATIONS: &[SqlMigration] = &[
         down: include_str!("../sql/0001_initial.down.sql"),
     },
     SqlMigration {
+        name: "m0002_admin_api",
+        up: include_str!("../sql/0002_admin_api.up.sql"),
+        down: include_str!("../sql/0002_admin_api.down.sql"),
+    },
+    SqlMigration {
         name: "m0002_ops_monitoring_cleanup",
         up: include_str!("../sql/0002_ops_monitoring_cleanup.up.sql"),
         down: include_str!("../sql/0002_ops_monitoring_cleanup.down.sql"),

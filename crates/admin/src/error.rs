@@ -1,6 +1,7 @@
 //! The one error type of the admin services. `cmp-api` maps each variant to an HTTP answer.
 
 use domain::StoreError;
+use stop_resume::StopResumeError;
 
 /// Why an admin operation was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +16,12 @@ pub enum AdminError {
     /// A unique value is taken; names the field.
     #[error("{field} already exists")]
     Conflict { field: String },
+    /// The card is being evaluated by someone else right now; try again.
+    #[error("{0} is busy; try again")]
+    Busy(String),
+    /// The carrier refused or failed; nothing was changed.
+    #[error("carrier gateway: {0}")]
+    Gateway(String),
     /// The database failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),
@@ -23,10 +30,65 @@ pub enum AdminError {
     Internal(String),
 }
 
+impl AdminError {
+    /// One invalid field.
+    pub fn invalid(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        AdminError::Invalid(vec![FieldError::new(pointer, message)])
+    }
+
+    /// The store's "not found" and "conflict" become ours; anything else stays a store error.
+    pub(crate) fn from_store(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { entity, id } => AdminError::NotFound(format!("{entity} {id}")),
+            StoreError::Conflict { field, .. } => AdminError::Conflict { field },
+            StoreError::Invalid(message) => AdminError::invalid("", message),
+            other => AdminError::Store(other),
+        }
+    }
+}
+
+impl From<StopResumeError> for AdminError {
+    fn from(e: StopResumeError) -> Self {
+        match e {
+            StopResumeError::CardNotFound(id) => AdminError::NotFound(format!("card {id}")),
+            StopResumeError::Busy(id) => AdminError::Busy(format!("card {id}")),
+            e @ (StopResumeError::Gateway { .. } | StopResumeError::UnexpectedStatus { .. }) => {
+                AdminError::Gateway(e.to_string())
+            }
+            StopResumeError::Store(s) => AdminError::from_store(s),
+            other => AdminError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<lifecycle::LifecycleError> for AdminError {
+    fn from(e: lifecycle::LifecycleError) -> Self {
+        match e {
+            lifecycle::LifecycleError::Store(s) => AdminError::from_store(s),
+            other => AdminError::Internal(format!("lifecycle: {other}")),
+        }
+    }
+}
+
+impl From<polling_queue::QueueError> for AdminError {
+    fn from(e: polling_queue::QueueError) -> Self {
+        AdminError::Internal(format!("queue: {e}"))
+    }
+}
+
+impl From<polling_config::ConfigError> for AdminError {
+    fn from(e: polling_config::ConfigError) -> Self {
+        AdminError::Internal(format!("polling configs: {e}"))
+    }
+}
+
 /// One rejected field: a JSON pointer (`/interval_secs`) and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct FieldError {
+    /// JSON pointer (RFC 6901) to the value, e.g. `/realname_interval_secs` or `/cards/3/iccid`.
+    #[schema(example = "/name")]
     pub pointer: String,
+    #[schema(example = "must not be empty")]
     pub message: String,
 }
 
@@ -36,5 +98,49 @@ impl FieldError {
             pointer: pointer.into(),
             message: message.into(),
         }
+    }
+}
+
+/// Collects field errors; [`finish`](Checks::finish) answers `Invalid` if any.
+#[derive(Debug, Default)]
+pub(crate) struct Checks(Vec<FieldError>);
+
+impl Checks {
+    pub(crate) fn fail(&mut self, pointer: impl Into<String>, message: impl Into<String>) {
+        self.0.push(FieldError::new(pointer, message));
+    }
+
+    pub(crate) fn check(&mut self, ok: bool, pointer: &str, message: &str) {
+        if !ok {
+            self.fail(pointer, message);
+        }
+    }
+
+    /// A required text: trimmed, not empty, at most `max` characters.
+    pub(crate) fn text(&mut self, value: &str, pointer: &str, max: usize) {
+        if value.trim().is_empty() {
+            self.fail(pointer, "must not be empty");
+        } else if value.chars().count() > max {
+            self.fail(pointer, format!("must be at most {max} characters"));
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<(), AdminError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(AdminError::Invalid(self.0))
+        }
+    }
+}
+
+/// `?` on store results inside the services.
+pub(crate) trait StoreResultExt<T> {
+    fn admin(self) -> Result<T, AdminError>;
+}
+
+impl<T> StoreResultExt<T> for Result<T, StoreError> {
+    fn admin(self) -> Result<T, AdminError> {
+        self.map_err(AdminError::from_store)
     }
 }

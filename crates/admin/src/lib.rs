@@ -4,19 +4,36 @@
 //!
 //! This crate holds no HTTP types (no axum, no status codes): `cmp-api` routes, authenticates
 //! and maps [`AdminError`]s to answers. It reaches PostgreSQL only through the store traits and
-//! never depends on the scheduler or the task handlers.
+//! never depends on the scheduler or the task handlers. The bodies it takes and the answers it
+//! gives derive `utoipa::ToSchema`, so that the API documents exactly what the services read.
+//!
+//! * [`Admin`] (`context.rs`): every dependency, built once by the binary;
+//! * polling configs (`configs.rs`, `dry_run.rs`), cards (`cards.rs`, `import.rs`), devices
+//!   (`devices.rs`), packages (`packages.rs`), manual trigger (`manual.rs`), asset polling
+//!   control (`polling_control.rs`), the explain page (`explain.rs`), the audit of writes
+//!   (`audit.rs`).
 
 pub mod alert_metrics;
 pub mod alerts;
+mod cards;
 pub mod cleanup;
 mod cleanup_run;
 pub mod concurrency;
+mod configs;
+mod context;
+mod dry_run;
 mod error;
+mod evaluation;
 pub mod evaluator;
 pub mod gateway_counts;
 pub mod history;
 pub mod monitoring;
 pub mod webhook;
 
+pub use cards::{CardAction, CardBody, CardStatusBody};
 pub use cleanup_run::{RunReport, TableReport};
+pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
+pub use context::{Admin, AdminParts, AdminStores};
+pub use dry_run::{DryRun, DryRunBody};
 pub use error::{AdminError, FieldError};
+pub use evaluation::Evaluation;

@@ -177,6 +177,7 @@ pub struct CleanupLog {
 }
 
 /// A row of `tb_polling_manual_trigger_log`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManualTriggerLog {
     pub id: i64,
@@ -190,16 +191,20 @@ pub struct ManualTriggerLog {
 }
 
 /// What an API key may do.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ApiKeyRole {
-    /// Everything.
+    /// Everything, incl. polling configs and keys.
     Admin,
+    /// Reads, plus the day-to-day actions: manual trigger, operator stop/start of cards and
+    /// devices, polling status, bind/unbind, imports.
+    Operator,
     /// GET only.
     Viewer,
 }
 
-str_enum!(ApiKeyRole { Admin => "admin", Viewer => "viewer" });
+str_enum!(ApiKeyRole { Admin => "admin", Operator => "operator", Viewer => "viewer" });
 
 /// A row of `tb_api_key`. The key itself is never stored, only its hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

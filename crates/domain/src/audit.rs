@@ -12,6 +12,7 @@ pub struct DataUsageRecord {
 }
 
 /// What the carrier said to a stop or start (or that none was needed).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GatewayOutcome {
@@ -24,6 +25,7 @@ pub enum GatewayOutcome {
 str_enum!(GatewayOutcome { Ok => "ok", NotCalled => "not_called" });
 
 /// An audit row to append to `tb_card_state_log`: every stop, start and reason change.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewCardStateLog {
     pub card_id: CardId,
@@ -38,6 +40,7 @@ pub struct NewCardStateLog {
 }
 
 /// A stored state-log row.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardStateLog {
     pub id: i64,

@@ -21,6 +21,20 @@ macro_rules! zero_one_status {
             }
         }
 
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::Integer)
+                    .enum_values(Some([0, 1]))
+                    .description(Some(concat!("`", $column, "`: 0 or 1")))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
+
         impl From<$name> for i16 {
             fn from(s: $name) -> i16 {
                 s as i16
@@ -51,6 +65,7 @@ zero_one_status!(
 );
 
 /// Industry (M2M) cards are exempt from real-name verification by the carriers.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CardCategory {
@@ -61,6 +76,7 @@ pub enum CardCategory {
 str_enum!(CardCategory { Normal => "normal", Industry => "industry" });
 
 /// Why a card is stopped. Stored as its string; an online card has none (`''` in the table).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -131,6 +147,7 @@ impl FromStr for StopReason {
 }
 
 /// One SIM card (`tb_iot_card`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Card {
     pub id: CardId,
@@ -149,6 +166,7 @@ pub struct Card {
     /// `None`: a standalone card, covered by its own packages. `Some`: covered by the device's.
     pub device_id: Option<DeviceId>,
     /// Lifetime usage: the sum of all deltas.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub data_usage_mb: Megabytes,
     #[serde(flatten)]
     pub usage: MonthCounters,
@@ -158,15 +176,19 @@ pub struct Card {
 }
 
 /// The per-month usage counters kept on a card (RULES.md, "Month rollover").
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct MonthCounters {
     /// First day of the month the counters belong to; `None` before the first poll.
     pub current_month_start_date: Option<NaiveDate>,
     /// Usage counted in that month.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub current_month_usage_mb: Megabytes,
     /// The last `month_total_mb` the carrier reported in that month: the delta baseline.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub last_gateway_total_mb: Megabytes,
     /// Final usage of the previous month (history).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub last_month_total_mb: Megabytes,
 }
 
@@ -195,6 +217,7 @@ impl Card {
 }
 
 /// The slice of a card that `match_config` reads; what the initializer streams.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardMatchFields {
     pub id: CardId,

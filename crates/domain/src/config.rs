@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// A condition on the card's state that a config can require.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CardCondition {
@@ -34,6 +35,7 @@ impl CardCondition {
 }
 
 /// Seconds between two polls of each task type; `None`: that type is not scheduled.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Intervals {
     pub realname_interval_secs: Option<u32>,
@@ -63,6 +65,7 @@ impl Intervals {
 }
 
 /// A row of `tb_polling_config`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollingConfig {
     pub id: PollingConfigId,
@@ -80,6 +83,7 @@ pub struct PollingConfig {
 }
 
 /// A config to create or the new content of one to update.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollingConfigInput {
     pub name: String,

@@ -31,6 +31,7 @@ macro_rules! str_enum {
 }
 
 mod admin;
+mod admin_api;
 mod audit;
 mod card;
 mod clock;
@@ -46,6 +47,7 @@ mod task;
 mod usage;
 
 pub use admin::*;
+pub use admin_api::*;
 pub use audit::*;
 pub use card::*;
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -4,6 +4,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 /// How a package's usage counter is reset.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResetCycle {
@@ -12,6 +13,7 @@ pub enum ResetCycle {
 }
 
 /// Life of a bought package.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PackageStatus {
@@ -31,11 +33,13 @@ str_enum!(PackageStatus {
 });
 
 /// A product that can be sold (`tb_package`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Package {
     pub id: PackageId,
     pub name: String,
     /// `None`: unlimited.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
     pub data_limit_mb: Option<Megabytes>,
     /// Virtual megabytes charged per real megabyte (>= 1).
     pub virtual_ratio: Decimal,
@@ -44,9 +48,11 @@ pub struct Package {
 }
 
 /// A product to create.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewPackage {
     pub name: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
     pub data_limit_mb: Option<Megabytes>,
     pub virtual_ratio: Decimal,
     pub duration_days: i32,
@@ -54,6 +60,7 @@ pub struct NewPackage {
 }
 
 /// Who a bought package covers: exactly one of a card or a device (the database enforces it).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "id")]
 pub enum PackageOwner {
@@ -72,6 +79,7 @@ impl PackageOwner {
 }
 
 /// A package bought for a card or a device (`tb_package_usage`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageUsage {
     pub id: PackageUsageId,
@@ -81,9 +89,11 @@ pub struct PackageUsage {
     pub external_id: Option<String>,
     pub status: PackageStatus,
     /// `None`: unlimited.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
     pub data_limit_mb: Option<Megabytes>,
     pub virtual_ratio: Decimal,
     /// Virtual megabytes used.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub used_mb: Megabytes,
     /// Stays pending until the card's first real-name verification.
     pub activate_on_realname: bool,
@@ -122,14 +132,17 @@ fn effective_ratio(r: Decimal) -> Decimal {
 }
 
 /// A package bought for a card or device.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewPackageUsage {
     pub owner: PackageOwner,
     pub package_id: Option<PackageId>,
     pub external_id: Option<String>,
     pub status: PackageStatus,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
     pub data_limit_mb: Option<Megabytes>,
     pub virtual_ratio: Decimal,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub used_mb: Megabytes,
     pub activate_on_realname: bool,
     pub activated_at: Option<DateTime<Utc>>,
@@ -139,21 +152,27 @@ pub struct NewPackageUsage {
 }
 
 /// The carrier's view of one package, as the package poll reports it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CarrierPackage {
     pub external_id: String,
     pub status: PackageStatus,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub used_mb: Megabytes,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
     pub limit_mb: Option<Megabytes>,
     pub activated_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// One step of a deduction: add `add_virtual_mb` to package `id`'s `used_mb`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeductionStep {
     pub id: PackageUsageId,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub add_virtual_mb: Megabytes,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub real_mb: Megabytes,
 }
 

@@ -10,12 +10,13 @@ pub use crate::ops::{MetricsHistoryStore, MonitoringStore};
 #[cfg(any(test, feature = "mock"))]
 pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore};
 use crate::{
-    AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole, Card,
-    CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, CleanupConfig,
-    CleanupConfigId, CleanupConfigInput, CleanupLog, DeductionStep, Device, DeviceId,
-    ManualTriggerLog, Megabytes, NewCard, NewCardStateLog, NewDevice, NewPackage, NewPackageUsage,
-    Package, PackageId, PackageOwner, PackageUsage, PollingConfig, PollingConfigId,
-    PollingConfigInput, RealNameStatus, StoreError, TaskType, UsageUpdate,
+    AdminAudit, AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole,
+    Card, CardFilter, CardId, CardMatchFields, CardQuery, CardStateLog, CarrierPackage,
+    CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, DeductionStep, Device,
+    DeviceId, ManualTriggerLog, MatchGroup, Megabytes, NewAdminAudit, NewCard, NewCardStateLog,
+    NewDevice, NewPackage, NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage,
+    PollingConfig, PollingConfigId, PollingConfigInput, RealNameStatus, StoreError, TaskType,
+    UsageUpdate,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
@@ -65,6 +66,7 @@ impl Default for Page {
 }
 
 /// One page of a list.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Paged<T> {
     pub items: Vec<T>,
@@ -314,4 +316,33 @@ pub trait ApiKeyStore: Send + Sync {
     /// The live (not revoked) key with this hash; touches `last_used_at`.
     async fn authenticate(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
     async fn revoke(&self, id: ApiKeyId) -> StoreResult<bool>;
+}
+
+/// The admin API's reads and writes of cards beyond [`CardStore`].
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait CardAdminStore: Send + Sync {
+    /// Live cards matching the query, by id.
+    async fn search(&self, query: &CardQuery, page: Page) -> StoreResult<Paged<Card>>;
+    /// Ids of live cards matching the query, by id after `after` (keyset), at most `limit`.
+    async fn search_ids(
+        &self,
+        query: &CardQuery,
+        after: Option<CardId>,
+        limit: u32,
+    ) -> StoreResult<Vec<CardId>>;
+    /// Which of these ICCIDs belong to live cards already.
+    async fn existing_iccids(&self, iccids: &[String]) -> StoreResult<Vec<String>>;
+    /// Live polling-enabled cards (own flag and device's) grouped by the fields config matching
+    /// reads: one `GROUP BY`, for a config dry run.
+    async fn match_groups(&self) -> StoreResult<Vec<MatchGroup>>;
+}
+
+/// The audit of writes through the admin API: `tb_admin_audit_log`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait AdminAuditStore: Send + Sync {
+    async fn append(&self, entry: &NewAdminAudit) -> StoreResult<AdminAudit>;
+    /// Newest first.
+    async fn list(&self, page: Page) -> StoreResult<Paged<AdminAudit>>;
 }

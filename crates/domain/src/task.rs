@@ -4,6 +4,7 @@ use std::str::FromStr;
 
 /// The four kinds of poll. The strings are part of the contract: Redis keys, JSON and metric
 /// labels use them verbatim.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskType {

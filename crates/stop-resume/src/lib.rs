@@ -17,12 +17,14 @@
 //! schedule or reschedule cards: that is the caller's job.
 
 mod decision;
+mod device;
 mod error;
 pub mod metrics;
 mod service;
 mod trigger;
 
 pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
+pub use device::{DeviceCardOutcome, DeviceSwitch};
 pub use error::StopResumeError;
 pub use service::{StopResumeService, StopResumeSettings};
 pub use trigger::Trigger;

@@ -20,8 +20,10 @@
 
 mod alert;
 mod api_key;
+mod audit_log;
 mod bulk;
 mod card;
+mod card_admin;
 mod card_sql;
 mod cleanup;
 mod cleanup_partitions;
@@ -38,7 +40,9 @@ mod sql;
 
 pub use alert::PgAlertStore;
 pub use api_key::PgApiKeyStore;
+pub use audit_log::PgAdminAuditStore;
 pub use card::PgCardStore;
+pub use card_admin::PgCardAdminStore;
 pub use cleanup::PgCleanupStore;
 pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
@@ -49,8 +53,8 @@ pub use package::PgPackageStore;
 
 use domain::StoreError;
 use domain::store::{
-    AlertStore, ApiKeyStore, CardStore, CleanupStore, DeviceStore, ManualTriggerLogStore,
-    MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore,
+    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CleanupStore, DeviceStore,
+    ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -80,6 +84,8 @@ pub struct Stores {
     pub api_keys: Arc<dyn ApiKeyStore>,
     pub monitoring: Arc<dyn MonitoringStore>,
     pub metrics_history: Arc<dyn MetricsHistoryStore>,
+    pub card_admin: Arc<dyn CardAdminStore>,
+    pub admin_audit: Arc<dyn AdminAuditStore>,
 }
 
 impl Stores {
@@ -94,6 +100,8 @@ impl Stores {
             manual_triggers: Arc::new(PgManualTriggerLogStore::new(db.clone())),
             monitoring: Arc::new(PgMonitoringStore::new(db.clone())),
             metrics_history: Arc::new(PgMetricsHistoryStore::new(db.clone())),
+            card_admin: Arc::new(PgCardAdminStore::new(db.clone())),
+            admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }

@@ -4,6 +4,7 @@
 //! CHECK constraints and partial unique indexes live in the schema, not here. Relations are not
 //! declared: the stores join in SQL where they need to.
 
+pub mod admin_audit_log;
 pub mod api_key;
 pub mod card_state_log;
 pub mod data_cleanup_config;

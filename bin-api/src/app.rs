@@ -1,0 +1,79 @@
+//! [`AppState`] and the router: `/api/admin/*` behind the guard, the OpenAPI document and its
+//! docs page, the health endpoints; every error answered as problem+json.
+
+use crate::auth::Authenticator;
+use crate::error::{PROBLEM_JSON, Problem};
+use crate::guard::{PREFIX, guard};
+use crate::{openapi, routes};
+use admin::Admin;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use domain::store::AdminAuditStore;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_http::timeout::TimeoutLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+/// How long one request may take before it is answered 503 (an import of 100,000 cards takes
+/// a few seconds).
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What every handler gets. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) admin: Admin,
+    pub(crate) auth: Authenticator,
+    pub(crate) audit: Arc<dyn AdminAuditStore>,
+}
+
+/// The admin routes and their OpenAPI document.
+pub(crate) fn admin_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, api) = OpenApiRouter::with_openapi(openapi::base())
+        .nest(PREFIX, routes::all())
+        .split_for_parts();
+    let router = router
+        .route_layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state);
+    (router, openapi::finish(api))
+}
+
+/// The whole application: admin routes, documents, `extra` (health and metrics), fallbacks.
+pub(crate) fn app(state: AppState, extra: Router) -> Router {
+    let (admin, api) = admin_routes(state);
+    admin
+        .merge(SwaggerUi::new("/api/docs").url("/api/openapi.json", api))
+        .merge(extra)
+        .fallback(|| async { Problem::of_status(StatusCode::NOT_FOUND) })
+        .layer(middleware::from_fn(problem_for_bare_errors))
+        .layer(DefaultBodyLimit::disable())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
+}
+
+/// Error answers that axum or tower produce themselves (405, a timeout, ...) carry no
+/// problem body: give them one. Answers of `/readyz` and `/metrics` are left alone.
+async fn problem_for_bare_errors(req: Request, next: Next) -> Response {
+    let under_api = req.uri().path().starts_with("/api/");
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if (status.is_client_error() || status.is_server_error()) && !is_problem && under_api {
+        let mut fixed = Problem::of_status(status).into_response();
+        for name in [header::ALLOW, header::RETRY_AFTER] {
+            if let Some(v) = response.headers().get(&name) {
+                fixed.headers_mut().insert(name, v.clone());
+            }
+        }
+        return fixed;
+    }
+    response
+}

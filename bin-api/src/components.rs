@@ -1,0 +1,109 @@
+//! The composition root of an API replica: the admin services over the stores, Redis and
+//! the carrier gateway, built once from the settings.
+
+use crate::app::AppState;
+use crate::auth::Authenticator;
+use admin::{Admin, AdminParts, AdminStores};
+use anyhow::Context;
+use domain::{Clock, SystemClock};
+use gateway::{GatewayConfig, HttpGateway};
+use lifecycle::PollingLifecycleService;
+use polling_config::PollingConfigManager;
+use polling_queue::{
+    CardCache, CardLock, Keys, PollingQueueManager, ProtectKeys, QueueInspector, QueueSettings,
+    RedisRateLimiter,
+};
+use settings::Settings;
+use std::sync::Arc;
+use std::time::Duration;
+use stop_resume::{DeviceSwitch, StopResumeService, StopResumeSettings};
+use store::Stores;
+
+/// Builds the state from connections (the binary and the tests share it).
+pub(crate) fn state(
+    settings: &Settings,
+    db: sea_orm::DatabaseConnection,
+    redis: fred::clients::Pool,
+    configs: Option<PollingConfigManager>,
+) -> anyhow::Result<(AppState, PollingConfigManager)> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let keys = Keys::new(settings.redis_key_prefix.clone());
+    let stores = Stores::new(db);
+    let queue = PollingQueueManager::new(
+        redis.clone(),
+        keys.clone(),
+        QueueSettings {
+            shard_count: settings.shard_count,
+            lease: settings.lease,
+        },
+        clock.clone(),
+    );
+    let configs = configs.unwrap_or_else(|| {
+        PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone())
+    });
+    let mut gateway_config = GatewayConfig::new(settings.gateway_url.clone());
+    gateway_config.timeout = settings.gateway_timeout;
+    gateway_config.rate_limit_per_sec = settings.gateway_rate_limit;
+    let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
+    let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(
+        HttpGateway::new(gateway_config, Some(Arc::new(limiter)))
+            .context("build the gateway client (CMP_GATEWAY_URL)")?,
+    );
+    let cache = CardCache::new(redis.clone(), keys.clone());
+    let lock_ttl = (settings.gateway_timeout * 4).max(Duration::from_secs(30));
+    let stop_resume = StopResumeService::new(
+        stores.cards.clone(),
+        stores.packages.clone(),
+        gateway.clone(),
+        ProtectKeys::new(redis.clone(), keys.clone()),
+        CardLock::new(redis.clone(), keys.clone()),
+        clock.clone(),
+        StopResumeSettings {
+            lock_ttl,
+            ..StopResumeSettings::default()
+        },
+    )
+    .with_card_cache(cache.clone());
+    let device_switch = DeviceSwitch::new(
+        stores.cards.clone(),
+        gateway,
+        CardLock::new(redis.clone(), keys.clone()),
+        Some(cache),
+        lock_ttl,
+    );
+    let lifecycle = PollingLifecycleService::new(
+        stores.cards.clone(),
+        stores.devices.clone(),
+        queue.clone(),
+        configs.clone(),
+        clock.clone(),
+    );
+    let admin = Admin::new(AdminParts {
+        stores: AdminStores {
+            cards: stores.cards.clone(),
+            card_admin: stores.card_admin.clone(),
+            devices: stores.devices.clone(),
+            packages: stores.packages.clone(),
+            configs: stores.configs.clone(),
+            manual_triggers: stores.manual_triggers.clone(),
+            audit: stores.admin_audit.clone(),
+        },
+        inspector: QueueInspector::new(redis.clone(), keys.clone(), settings.shard_count),
+        queue,
+        configs: configs.clone(),
+        lifecycle,
+        stop_resume,
+        device_switch,
+        protect: ProtectKeys::new(redis, keys),
+        clock,
+        protect_period: settings.protect_period,
+    });
+    Ok((
+        AppState {
+            admin,
+            auth: Authenticator::new(stores.api_keys.clone()),
+            audit: stores.admin_audit.clone(),
+        },
+        configs,
+    ))
+}

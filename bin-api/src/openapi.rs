@@ -1,0 +1,118 @@
+//! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes: the
+//! base (info, tags, bearer scheme) and the error answers every operation can give.
+
+use crate::error::Problem;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder};
+use utoipa::{OpenApi as _, PartialSchema};
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "CMP polling core: admin API",
+        description = "Operators' way in: polling configs, manual trigger, assets, explain, audit. \
+            Every route needs `Authorization: Bearer <api key>`; `viewer` keys may only read, \
+            `operator` keys may also trigger polls, stop/start cards and devices, change polling \
+            status, bind/unbind and import; `admin` keys may do everything. Errors are \
+            `application/problem+json` (RFC 9457).",
+    ),
+    components(schemas(Problem)),
+    tags(
+        (name = "polling-configs", description = "Which cards are polled for what, how often"),
+        (name = "manual-trigger", description = "Poll cards now"),
+        (name = "assets", description = "Cards, devices, packages"),
+        (name = "operators", description = "Explain a card; the audit of writes"),
+    )
+)]
+struct Base;
+
+pub(crate) fn base() -> OpenApi {
+    Base::openapi()
+}
+
+/// Adds the bearer scheme and the error answers to every operation.
+pub(crate) fn finish(mut api: OpenApi) -> OpenApi {
+    let components = api.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "bearer",
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some("An API key from `cmp-api keys create`"))
+                .build(),
+        ),
+    );
+    api.security = Some(vec![SecurityRequirement::new(
+        "bearer",
+        Vec::<String>::new(),
+    )]);
+    for (path, item) in api.paths.paths.iter_mut() {
+        let has_path_params = path.contains('{');
+        let ops = [
+            (false, item.get.as_mut()),
+            (true, item.post.as_mut()),
+            (true, item.put.as_mut()),
+            (true, item.patch.as_mut()),
+            (true, item.delete.as_mut()),
+        ];
+        for (write, op) in ops {
+            if let Some(op) = op {
+                add_errors(op, write, has_path_params);
+            }
+        }
+    }
+    api
+}
+
+fn problem(description: &str) -> RefOr<utoipa::openapi::Response> {
+    let _ = Problem::schema;
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            crate::error::PROBLEM_JSON,
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+fn add_errors(op: &mut Operation, write: bool, has_path_params: bool) {
+    let mut add = |code: &str, description: &str| {
+        op.responses
+            .responses
+            .entry(code.to_owned())
+            .or_insert_with(|| problem(description));
+    };
+    add("401", "No key, or an unknown or revoked key");
+    add("403", "The key's role may not do this");
+    add(
+        "422",
+        "A parameter or field has a bad value; `errors[]` names each",
+    );
+    add("500", "Internal error (logged; answered generically)");
+    add("503", "The request did not complete in time");
+    if has_path_params {
+        add("404", "No such resource");
+    }
+    if write {
+        add("400", "The body is not valid JSON");
+        add("409", "A unique value is taken, or the card is busy");
+        add("413", "The body is too large");
+        add("415", "The body is not application/json");
+        add(
+            "502",
+            "The carrier refused or did not answer; nothing changed",
+        );
+    }
+}
+
+/// The document as served at `/api/openapi.json`, pretty-printed (`cmp-api openapi`).
+pub(crate) fn document_json() -> anyhow::Result<String> {
+    let router: utoipa_axum::router::OpenApiRouter<crate::app::AppState> =
+        utoipa_axum::router::OpenApiRouter::with_openapi(base())
+            .nest(crate::guard::PREFIX, crate::routes::all());
+    Ok(finish(router.into_openapi()).to_pretty_json()?)
+}

@@ -1,0 +1,231 @@
+//! Cards: create one, get, list with the operators' filters, delete, platform status, operator
+//! stop/start (`manual`), state log. Bulk import is in `import.rs`.
+
+use crate::error::{Checks, StoreResultExt};
+use crate::{Admin, AdminError, Evaluation};
+use domain::store::{Page, Paged};
+use domain::{
+    Card, CardCategory, CardId, CardQuery, CardStateLog, CarrierId, DeviceId, NetworkStatus,
+    NewCard, RealNameStatus,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A card to create (one, or a row of an import).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(example = json!({"iccid": "89860000000000000501", "msisdn": "8613800000501",
+    "carrier_id": 1, "card_category": "normal", "status": 1, "real_name_status": 1,
+    "network_status": 1, "enable_polling": true, "device_id": null}))]
+pub struct CardBody {
+    /// 1 to 32 letters or digits; unique among live cards.
+    pub iccid: String,
+    #[serde(default)]
+    pub msisdn: Option<String>,
+    pub carrier_id: i64,
+    #[serde(default = "normal")]
+    pub card_category: CardCategory,
+    /// The platform's status code of the card's business lifecycle.
+    #[serde(default = "one")]
+    pub status: i16,
+    #[serde(default = "not_verified")]
+    pub real_name_status: RealNameStatus,
+    #[serde(default = "online")]
+    pub network_status: NetworkStatus,
+    #[serde(default = "yes")]
+    pub enable_polling: bool,
+    /// The device the card is bound to; `null`: a standalone card.
+    #[serde(default)]
+    pub device_id: Option<i64>,
+}
+
+fn normal() -> CardCategory {
+    CardCategory::Normal
+}
+fn one() -> i16 {
+    1
+}
+fn not_verified() -> RealNameStatus {
+    RealNameStatus::NotVerified
+}
+fn online() -> NetworkStatus {
+    NetworkStatus::Online
+}
+fn yes() -> bool {
+    true
+}
+
+impl CardBody {
+    /// Field checks that need no I/O; pointers start with `prefix` (`""` or `/cards/3`).
+    pub(crate) fn check(&self, prefix: &str, checks: &mut Checks) -> NewCard {
+        let iccid = self.iccid.trim();
+        if iccid.is_empty() || iccid.len() > 32 || !iccid.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            checks.fail(
+                format!("{prefix}/iccid"),
+                "must be 1 to 32 letters or digits",
+            );
+        }
+        if let Some(m) = &self.msisdn
+            && (m.trim().is_empty() || m.len() > 32)
+        {
+            checks.fail(
+                format!("{prefix}/msisdn"),
+                "must be 1 to 32 characters, or null",
+            );
+        }
+        if self.carrier_id <= 0 {
+            checks.fail(
+                format!("{prefix}/carrier_id"),
+                "must be a positive carrier id",
+            );
+        }
+        if let Some(d) = self.device_id
+            && d <= 0
+        {
+            checks.fail(
+                format!("{prefix}/device_id"),
+                "must be a positive device id, or null",
+            );
+        }
+        NewCard {
+            iccid: iccid.to_owned(),
+            msisdn: self.msisdn.as_ref().map(|m| m.trim().to_owned()),
+            carrier_id: CarrierId(self.carrier_id),
+            card_category: self.card_category,
+            status: self.status,
+            real_name_status: self.real_name_status,
+            network_status: self.network_status,
+            enable_polling: self.enable_polling,
+            device_id: self.device_id.map(DeviceId),
+        }
+    }
+}
+
+/// `PATCH /cards/{id}/status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CardStatusBody {
+    /// The platform's status code.
+    pub status: i16,
+}
+
+/// A card and what an operator action did to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CardAction {
+    pub card: Card,
+    pub evaluation: Evaluation,
+}
+
+impl Admin {
+    /// The live card, or 404.
+    pub(crate) async fn card(&self, id: CardId) -> Result<Card, AdminError> {
+        self.stores
+            .cards
+            .get(id)
+            .await
+            .admin()?
+            .ok_or_else(|| AdminError::NotFound(format!("card {id}")))
+    }
+
+    pub async fn get_card(&self, id: CardId) -> Result<Card, AdminError> {
+        self.card(id).await
+    }
+
+    pub async fn list_cards(
+        &self,
+        query: &CardQuery,
+        page: Page,
+    ) -> Result<Paged<Card>, AdminError> {
+        self.stores.card_admin.search(query, page).await.admin()
+    }
+
+    pub async fn create_card(&self, body: &CardBody) -> Result<Card, AdminError> {
+        let mut checks = Checks::default();
+        let new = body.check("", &mut checks);
+        checks.finish()?;
+        if let Some(device) = new.device_id {
+            self.device_exists(device, "/device_id").await?;
+        }
+        if !self
+            .stores
+            .card_admin
+            .existing_iccids(std::slice::from_ref(&new.iccid))
+            .await
+            .admin()?
+            .is_empty()
+        {
+            return Err(AdminError::Conflict {
+                field: "iccid".into(),
+            });
+        }
+        let card = self.stores.cards.insert(&new).await.admin()?;
+        self.lifecycle.on_card_created(card.id).await?;
+        Ok(card)
+    }
+
+    /// 422 naming `pointer` when the device is not a live device.
+    pub(crate) async fn device_exists(
+        &self,
+        device: DeviceId,
+        pointer: &str,
+    ) -> Result<(), AdminError> {
+        match self.stores.devices.get(device).await.admin()? {
+            Some(_) => Ok(()),
+            None => Err(AdminError::invalid(
+                pointer,
+                format!("device {device} does not exist"),
+            )),
+        }
+    }
+
+    /// Soft-deletes the card; out of every queue and the card cache.
+    pub async fn delete_card(&self, id: CardId) -> Result<(), AdminError> {
+        if !self.stores.cards.soft_delete(id).await.admin()? {
+            return Err(AdminError::NotFound(format!("card {id}")));
+        }
+        self.lifecycle.on_card_deleted(id).await?;
+        Ok(())
+    }
+
+    pub async fn set_card_status(&self, id: CardId, status: i16) -> Result<Card, AdminError> {
+        self.card(id).await?;
+        let card = self.stores.cards.set_status(id, status).await.admin()?;
+        self.lifecycle.on_card_status_changed(id).await?;
+        Ok(card)
+    }
+
+    /// The operator's stop: `stop_reason = manual`, never lifted by automation.
+    pub async fn stop_card(&self, id: CardId) -> Result<CardAction, AdminError> {
+        let decision = self.stop_resume.stop_by_operator(id).await?;
+        self.after_state_change(id, Evaluation::of(&decision)).await
+    }
+
+    /// The operator's start, whatever the reason the card was stopped for.
+    pub async fn start_card(&self, id: CardId) -> Result<CardAction, AdminError> {
+        let decision = self.stop_resume.start_by_operator(id).await?;
+        self.after_state_change(id, Evaluation::of(&decision)).await
+    }
+
+    /// A network status change alters what config matching reads: reschedule the card.
+    async fn after_state_change(
+        &self,
+        id: CardId,
+        evaluation: Evaluation,
+    ) -> Result<CardAction, AdminError> {
+        if evaluation.changed() {
+            self.lifecycle.on_card_status_changed(id).await?;
+        }
+        Ok(CardAction {
+            card: self.card(id).await?,
+            evaluation,
+        })
+    }
+
+    pub async fn card_state_log(
+        &self,
+        id: CardId,
+        page: Page,
+    ) -> Result<Paged<CardStateLog>, AdminError> {
+        self.card(id).await?;
+        self.stores.cards.state_log(id, page).await.admin()
+    }
+}
