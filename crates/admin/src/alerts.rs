@@ -6,6 +6,7 @@ use domain::store::{AlertStore, Page, Paged};
 use domain::{AlertHistory, AlertMetric, AlertRule, AlertRuleId, AlertRuleInput};
 use rust_decimal::Decimal;
 use serde::Serialize;
+use utoipa::ToSchema;
 use std::sync::Arc;
 
 /// Longest window a rule may average over (the minute counters live three hours).
@@ -15,7 +16,7 @@ pub const MIN_WINDOW_SECS: i32 = 30;
 pub const MAX_COOLDOWN_SECS: i32 = 7 * 24 * 3600;
 
 /// A rule just created, with its webhook secret: the only answer that shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CreatedRule {
     #[serde(flatten)]
     pub rule: AlertRule,
@@ -136,7 +137,11 @@ impl AlertService {
         }
         let secret = input.webhook_secret.clone().unwrap_or_else(new_secret);
         input.webhook_secret = Some(secret.clone());
-        let rule = self.store.insert_rule(&input).await?;
+        let rule = self
+            .store
+            .insert_rule(&input)
+            .await
+            .map_err(AdminError::from_store)?;
         Ok(CreatedRule {
             rule,
             webhook_secret: secret,
@@ -155,7 +160,10 @@ impl AlertService {
             return Err(AdminError::Invalid(errors));
         }
         self.get(id).await?;
-        Ok(self.store.update_rule(id, &input).await?)
+        self.store
+            .update_rule(id, &input)
+            .await
+            .map_err(AdminError::from_store)
     }
 
     pub async fn delete(&self, id: AlertRuleId) -> Result<(), AdminError> {

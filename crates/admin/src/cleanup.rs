@@ -8,6 +8,7 @@ use domain::store::{CleanupStore, Page, Paged};
 use domain::{CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, Clock};
 use polling_queue::SingletonLease;
 use serde::Serialize;
+use utoipa::ToSchema;
 use std::sync::Arc;
 
 /// The partitioned usage table: whole monthly partitions are detached and dropped.
@@ -34,7 +35,7 @@ pub const MAX_BATCH_SIZE: i32 = 100_000;
 pub(crate) const RUN_LEASE: &str = "data_cleanup_run";
 
 /// What a run would remove from one table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct PreviewRow {
     pub config_id: CleanupConfigId,
     pub table_name: String,
@@ -54,7 +55,7 @@ pub struct PreviewRow {
 }
 
 /// `POST /data-cleanup/run`'s answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct RunStarted {
     pub run_id: String,
     pub started_at: DateTime<Utc>,
@@ -121,7 +122,10 @@ impl CleanupService {
         if !errors.is_empty() {
             return Err(AdminError::Invalid(errors));
         }
-        Ok(self.store.insert_config(&input).await?)
+        self.store
+            .insert_config(&input)
+            .await
+            .map_err(AdminError::from_store)
     }
 
     pub async fn update(
@@ -134,7 +138,10 @@ impl CleanupService {
             return Err(AdminError::Invalid(errors));
         }
         self.get(id).await?;
-        Ok(self.store.update_config(id, &input).await?)
+        self.store
+            .update_config(id, &input)
+            .await
+            .map_err(AdminError::from_store)
     }
 
     pub async fn delete(&self, id: CleanupConfigId) -> Result<(), AdminError> {

@@ -11,13 +11,14 @@ use domain::CleanupConfig;
 use domain::store::Page;
 use polling_queue::LeaseToken;
 use serde::Serialize;
+use utoipa::ToSchema;
 use std::time::Duration;
 
 /// How long the run lease lives without a renewal (a batch must finish within it).
 const RUN_LEASE_TTL: Duration = Duration::from_secs(120);
 
 /// What a run did to one table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct TableReport {
     pub table_name: String,
     pub rows_deleted: u64,
@@ -30,7 +31,7 @@ pub struct TableReport {
 }
 
 /// What a run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct RunReport {
     pub run_id: String,
     pub tables: Vec<TableReport>,

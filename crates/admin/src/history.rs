@@ -14,6 +14,7 @@ use domain::store::{MetricsHistoryStore, MonitoringStore};
 use domain::{Clock, HistoryResolution, HistoryScope, MetricsPoint, TaskType};
 use polling_queue::{PollingQueueManager, RecentCounters};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use std::sync::Arc;
 
 /// How long each resolution is kept.
@@ -22,7 +23,7 @@ pub const KEEP_HOURS: ChronoDuration = ChronoDuration::days(40);
 pub const KEEP_DAYS: ChronoDuration = ChronoDuration::days(400);
 
 /// The chart ranges of the dashboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub enum HistoryRange {
     #[serde(rename = "1h")]
     Hour,
@@ -47,7 +48,7 @@ impl HistoryRange {
 }
 
 /// A series for a chart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Series {
     pub scope: String,
     pub resolution: HistoryResolution,

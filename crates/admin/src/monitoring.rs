@@ -17,13 +17,14 @@ use polling_queue::{
     PollingQueueManager, QueueSummary, RecentCounters, ShardQueueStats, TaskCounters, quantile_ms,
 };
 use serde::Serialize;
+use utoipa::ToSchema;
 use std::sync::Arc;
 
 /// Minutes the rates of `GET /polling-stats` are computed over.
 pub const RATE_WINDOW_MINUTES: u32 = 5;
 
 /// The overview.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PollingStats {
     pub cards: FleetCounts,
     pub task_types: Vec<TaskTypeStats>,
@@ -34,7 +35,7 @@ pub struct PollingStats {
 }
 
 /// The overview of one task type.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TaskTypeStats {
     pub task_type: TaskType,
     /// Sum of every readable shard's `ZCARD`.
@@ -50,15 +51,65 @@ pub struct TaskTypeStats {
 }
 
 /// Per shard queues of one task type.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TaskQueues {
     pub task_type: TaskType,
-    pub summary: QueueSummary,
-    pub shards: Vec<ShardQueueStats>,
+    pub summary: QueueTotals,
+    pub shards: Vec<ShardQueue>,
+}
+
+/// One shard queue of one task type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ShardQueue {
+    pub shard: u32,
+    /// `ZCARD`: due, future and leased entries.
+    pub depth: u64,
+    /// Entries due now (score <= now).
+    pub due: u64,
+    /// Seconds since the oldest due entry came due (0 when none is due).
+    pub oldest_due_age_secs: u64,
+    /// Why the shard could not be read (its figures are then 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The shards of one task type added up; unreadable shards skipped and named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct QueueTotals {
+    pub depth: u64,
+    pub due: u64,
+    pub oldest_due_age_secs: u64,
+    pub missing_shards: Vec<u32>,
+    /// `分片 X 队列深度查询失败`, one per missing shard.
+    pub warnings: Vec<String>,
+}
+
+impl From<ShardQueueStats> for ShardQueue {
+    fn from(s: ShardQueueStats) -> Self {
+        ShardQueue {
+            shard: s.shard,
+            depth: s.depth,
+            due: s.due,
+            oldest_due_age_secs: s.oldest_due_age_secs,
+            error: s.error,
+        }
+    }
+}
+
+impl From<QueueSummary> for QueueTotals {
+    fn from(s: QueueSummary) -> Self {
+        QueueTotals {
+            depth: s.depth,
+            due: s.due,
+            oldest_due_age_secs: s.oldest_due_age_secs,
+            missing_shards: s.missing_shards,
+            warnings: s.warnings,
+        }
+    }
 }
 
 /// Run counters of one task type since the counters were last reset.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TaskRunStats {
     pub task_type: TaskType,
     pub success: u64,
@@ -70,7 +121,7 @@ pub struct TaskRunStats {
 }
 
 /// `polling:init:progress`, decoded.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct InitProgressView {
     /// `never_run`, `running`, `completed` or `failed`.
     pub status: String,
@@ -183,8 +234,8 @@ impl MonitoringService {
             let shards = self.queue.shard_queue_stats(task).await;
             TaskQueues {
                 task_type: task,
-                summary: QueueSummary::of(&shards),
-                shards,
+                summary: QueueSummary::of(&shards).into(),
+                shards: shards.into_iter().map(Into::into).collect(),
             }
         });
         futures::future::join_all(reads).await

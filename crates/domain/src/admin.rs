@@ -6,6 +6,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 /// How an alert rule compares its metric with the threshold.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AlertOperator {
     #[serde(rename = ">")]
@@ -35,6 +36,7 @@ impl AlertOperator {
 /// seconds; counts are cards; `stops_per_minute` is stops per minute over the window (of one
 /// reason when the rule names one); `initializer_failed` is 1 when the initializer's last run
 /// failed, else 0.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertMetric {
@@ -92,6 +94,7 @@ impl AlertMetric {
 }
 
 /// The editable part of an alert rule.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertRuleInput {
     pub name: String,
@@ -101,6 +104,7 @@ pub struct AlertRuleInput {
     #[serde(default)]
     pub stop_reason: Option<StopReason>,
     pub operator: AlertOperator,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1000"))]
     pub threshold: Decimal,
     pub window_secs: i32,
     pub enabled: bool,
@@ -113,6 +117,7 @@ pub struct AlertRuleInput {
 }
 
 /// A row of `tb_polling_alert_rule`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertRule {
     pub id: AlertRuleId,
@@ -123,10 +128,12 @@ pub struct AlertRule {
 }
 
 /// A row of `tb_polling_alert_history`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertHistory {
     pub id: i64,
     pub rule_id: AlertRuleId,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1200"))]
     pub value: Decimal,
     pub fired_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,
@@ -141,6 +148,7 @@ pub struct AlertHistory {
 }
 
 /// The editable part of a data cleanup config.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupConfigInput {
     /// The table cleaned, e.g. `tb_data_usage_record`.
@@ -151,6 +159,7 @@ pub struct CleanupConfigInput {
 }
 
 /// A row of `tb_data_cleanup_config`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupConfig {
     pub id: CleanupConfigId,
@@ -161,6 +170,7 @@ pub struct CleanupConfig {
 }
 
 /// A row of `tb_data_cleanup_log`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupLog {
     pub id: i64,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// Card counts of the fleet, read without scanning the card table.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetCounts {
     /// Live cards.
@@ -23,6 +24,7 @@ pub struct FleetCounts {
 }
 
 /// One monthly partition of `tb_data_usage_record`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsagePartition {
     pub name: String,
@@ -35,6 +37,7 @@ pub struct UsagePartition {
 }
 
 /// The resolution of a metrics history point.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HistoryResolution {
@@ -65,6 +68,7 @@ impl HistoryScope {
 /// One point of `tb_polling_metrics_history`. Counters (`polls`, `failures`, `requeued`,
 /// gateway figures, stops) are totals over the bucket; gauges (`due_backlog`,
 /// `oldest_due_age_secs`, `depth`) are the highest sample within it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetricsPoint {
     pub bucket_at: DateTime<Utc>,
