@@ -71,6 +71,15 @@ pub(crate) fn state(
         Some(cache),
         lock_ttl,
     );
+    let ops = crate::ops_state::build(crate::ops_state::OpsParts {
+        settings,
+        stores: &stores,
+        redis: redis.clone(),
+        keys: keys.clone(),
+        queue: queue.clone(),
+        configs: configs.clone(),
+        clock: clock.clone(),
+    });
     let lifecycle = PollingLifecycleService::new(
         stores.cards.clone(),
         stores.devices.clone(),
@@ -103,6 +112,7 @@ pub(crate) fn state(
             admin,
             auth: Authenticator::new(stores.api_keys.clone()),
             audit: stores.admin_audit.clone(),
+            ops,
         },
         configs,
     ))

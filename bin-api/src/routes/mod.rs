@@ -4,9 +4,18 @@
 use crate::app::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
+mod alerts;
+mod cleanup;
+mod concurrency;
 mod configs;
+mod monitoring;
 
 /// Every admin route (paths relative to `/api/admin`).
 pub(crate) fn all() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().merge(configs::routes())
+    OpenApiRouter::new()
+        .merge(configs::routes())
+        .merge(monitoring::routes())
+        .merge(concurrency::routes())
+        .merge(alerts::routes())
+        .merge(cleanup::routes())
 }

@@ -6,8 +6,8 @@ use domain::store::{AlertStore, Page, Paged};
 use domain::{AlertHistory, AlertMetric, AlertRule, AlertRuleId, AlertRuleInput};
 use rust_decimal::Decimal;
 use serde::Serialize;
-use utoipa::ToSchema;
 use std::sync::Arc;
+use utoipa::ToSchema;
 
 /// Longest window a rule may average over (the minute counters live three hours).
 pub const MAX_WINDOW_SECS: i32 = 2 * 3600;

@@ -8,8 +8,8 @@ use domain::store::{CleanupStore, Page, Paged};
 use domain::{CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, Clock};
 use polling_queue::SingletonLease;
 use serde::Serialize;
-use utoipa::ToSchema;
 use std::sync::Arc;
+use utoipa::ToSchema;
 
 /// The partitioned usage table: whole monthly partitions are detached and dropped.
 pub const USAGE_TABLE: &str = "tb_data_usage_record";

@@ -11,8 +11,8 @@ use domain::CleanupConfig;
 use domain::store::Page;
 use polling_queue::LeaseToken;
 use serde::Serialize;
-use utoipa::ToSchema;
 use std::time::Duration;
+use utoipa::ToSchema;
 
 /// How long the run lease lives without a renewal (a batch must finish within it).
 const RUN_LEASE_TTL: Duration = Duration::from_secs(120);

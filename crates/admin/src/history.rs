@@ -14,8 +14,8 @@ use domain::store::{MetricsHistoryStore, MonitoringStore};
 use domain::{Clock, HistoryResolution, HistoryScope, MetricsPoint, TaskType};
 use polling_queue::{PollingQueueManager, RecentCounters};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use std::sync::Arc;
+use utoipa::ToSchema;
 
 /// How long each resolution is kept.
 pub const KEEP_MINUTES: ChronoDuration = ChronoDuration::hours(48);

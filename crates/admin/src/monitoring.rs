@@ -17,8 +17,8 @@ use polling_queue::{
     PollingQueueManager, QueueSummary, RecentCounters, ShardQueueStats, TaskCounters, quantile_ms,
 };
 use serde::Serialize;
-use utoipa::ToSchema;
 use std::sync::Arc;
+use utoipa::ToSchema;
 
 /// Minutes the rates of `GET /polling-stats` are computed over.
 pub const RATE_WINDOW_MINUTES: u32 = 5;
