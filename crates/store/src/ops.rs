@@ -62,6 +62,48 @@ impl PgMonitoringStore {
         })
     }
 
+    /// A large table never analysed (no `reltuples`, no `pg_stats`): a sample of about 2,000
+    /// pages (`TABLESAMPLE SYSTEM`), scaled up. Reads those pages only, not the table.
+    async fn sampled(&self, pages: i64) -> StoreResult<FleetCounts> {
+        let percent = (200_000.0 / pages.max(1) as f64).clamp(0.01, 100.0);
+        let scale = 100.0 / percent;
+        let rows = self
+            .db
+            .query_all_raw(stmt(
+                "SELECT stop_reason, network_status, count(*) AS n, \
+                        count(*) FILTER (WHERE enable_polling) AS enabled \
+                 FROM tb_iot_card TABLESAMPLE SYSTEM ($1) \
+                 WHERE deleted_at IS NULL GROUP BY stop_reason, network_status",
+                [percent.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        let (mut cards, mut enabled) = (0.0, 0.0);
+        let mut stopped_by_reason = BTreeMap::new();
+        for row in rows {
+            let reason: String = col(&row, "stop_reason")?;
+            let network: i16 = col(&row, "network_status")?;
+            let n: i64 = col(&row, "n")?;
+            let e: i64 = col(&row, "enabled")?;
+            cards += n as f64 * scale;
+            enabled += e as f64 * scale;
+            if network == 0 {
+                let key = if reason.is_empty() {
+                    "unknown".into()
+                } else {
+                    reason
+                };
+                *stopped_by_reason.entry(key).or_insert(0) += (n as f64 * scale).round() as u64;
+            }
+        }
+        Ok(FleetCounts {
+            cards: cards.round() as u64,
+            polling_enabled: enabled.round() as u64,
+            stopped_by_reason,
+            source: format!("estimate ({percent:.2}% page sample: tb_iot_card was never analysed)"),
+        })
+    }
+
     /// Value -> frequency of a column's most common values (`pg_stats`).
     async fn frequencies(&self, column: &str) -> StoreResult<(f64, BTreeMap<String, f64>)> {
         let row = self
@@ -92,7 +134,9 @@ impl MonitoringStore for PgMonitoringStore {
         let row = self
             .db
             .query_one_raw(stmt(
-                "SELECT reltuples::float8 AS tuples, relpages::int8 AS pages \
+                // The file's size, not `relpages`: that is as stale as the last ANALYZE.
+                "SELECT reltuples::float8 AS tuples, \
+                        (pg_relation_size(oid) / current_setting('block_size')::int8) AS pages \
                  FROM pg_class WHERE oid = 'tb_iot_card'::regclass",
                 [],
             ))
@@ -105,7 +149,9 @@ impl MonitoringStore for PgMonitoringStore {
         if pages < EXACT_COUNT_MAX_PAGES {
             return self.exact().await;
         }
-        let tuples = tuples.max(0.0);
+        if tuples < 0.0 {
+            return self.sampled(pages).await;
+        }
         let (deleted_null_frac, _) = self.frequencies("deleted_at").await?;
         let (_, enable) = self.frequencies("enable_polling").await?;
         let (_, network) = self.frequencies("network_status").await?;
@@ -122,7 +168,8 @@ impl MonitoringStore for PgMonitoringStore {
         }
         Ok(FleetCounts {
             cards: live.round() as u64,
-            polling_enabled: (live * enable.get("true").copied().unwrap_or(0.0)).round() as u64,
+            // `pg_stats` spells booleans `t` / `f`.
+            polling_enabled: (live * enable.get("t").copied().unwrap_or(0.0)).round() as u64,
             stopped_by_reason,
             source: "estimate".into(),
         })
