@@ -144,7 +144,10 @@ async fn build_template(
                 .unwrap_or(0);
             now.saturating_sub(born) > SWEEP_AFTER_SECS
         } else {
-            true // a template of an older schema
+            // A template of another schema: another checkout (a branch, a worktree) sharing
+            // this server may be using it right now, so it is left alone. Each is one empty
+            // schema, a few megabytes.
+            false
         };
         if stale {
             if name.starts_with("cmp_tpl_") {
