@@ -5,6 +5,8 @@
 
 mod configs;
 mod foundation;
+mod ops_alerts;
+mod ops_monitoring;
 
 use crate::app::{AppState, app};
 use crate::keys::hash_key;

@@ -16,12 +16,18 @@ async fn the_history_samples_minutes_rolls_them_up_and_prunes_by_age() -> anyhow
     // Three polls (one failed) and two gateway calls (one throttled) in the previous minute.
     let minute_ago = w.clock.now() - chrono::Duration::seconds(60);
     w.clock.set(minute_ago);
-    for outcome in [TaskOutcome::Success, TaskOutcome::Success, TaskOutcome::Failure] {
+    for outcome in [
+        TaskOutcome::Success,
+        TaskOutcome::Success,
+        TaskOutcome::Failure,
+    ] {
         w.counters
             .record(TaskType::Carddata, outcome, Duration::from_millis(30))
             .await?;
     }
-    w.recent.record_gateway(GatewayOutcome::Ok, minute_ago).await?;
+    w.recent
+        .record_gateway(GatewayOutcome::Ok, minute_ago)
+        .await?;
     w.recent
         .record_gateway(GatewayOutcome::Throttled, minute_ago)
         .await?;
@@ -46,7 +52,9 @@ async fn the_history_samples_minutes_rolls_them_up_and_prunes_by_age() -> anyhow
     assert_eq!((point.polls, point.failures), (3, 1));
     assert_eq!(point.due_backlog, 12);
     assert!(point.oldest_due_age_secs >= 90);
-    let fleet = history.series(HistoryScope::All, HistoryRange::Hour).await?;
+    let fleet = history
+        .series(HistoryScope::All, HistoryRange::Hour)
+        .await?;
     let f = fleet
         .points
         .iter()
@@ -60,7 +68,10 @@ async fn the_history_samples_minutes_rolls_them_up_and_prunes_by_age() -> anyhow
         .await?;
     assert_eq!(month.points.iter().map(|p| p.polls).sum::<i64>(), 3);
     let year = history
-        .series(HistoryScope::Task(TaskType::Carddata), HistoryRange::ThirteenMonths)
+        .series(
+            HistoryScope::Task(TaskType::Carddata),
+            HistoryRange::ThirteenMonths,
+        )
         .await?;
     assert_eq!(year.points.iter().map(|p| p.polls).sum::<i64>(), 3);
 
@@ -86,7 +97,11 @@ async fn the_history_samples_minutes_rolls_them_up_and_prunes_by_age() -> anyhow
 async fn concurrency_lists_sets_validates_and_resets() -> anyhow::Result<()> {
     let w = World::new().await?;
     let defaults = default_max([64, 256, 64, 32]);
-    assert_eq!(defaults, [512, 2048, 512, 256], "eight nodes' pools, as the worker");
+    assert_eq!(
+        defaults,
+        [512, 2048, 512, 256],
+        "eight nodes' pools, as the worker"
+    );
     let service = w.concurrency(defaults);
     let list = service.list().await?;
     assert_eq!(list.len(), 4);
@@ -94,7 +109,9 @@ async fn concurrency_lists_sets_validates_and_resets() -> anyhow::Result<()> {
     assert_eq!(list[1].current, 0);
     for bad in [0, -1, 100_001] {
         assert!(matches!(
-            service.set(TaskType::Carddata, SetConcurrency { max: bad }).await,
+            service
+                .set(TaskType::Carddata, SetConcurrency { max: bad })
+                .await,
             Err(admin::AdminError::Invalid(_))
         ));
     }
