@@ -162,6 +162,9 @@ async fn alert_rules_and_history_round_trip() -> anyhow::Result<()> {
 #[tokio::test]
 async fn cleanup_configs_logs_and_batched_deletes() -> anyhow::Result<()> {
     let (db, s) = setup().await?;
+    // Start from no config (migration 0002 seeds one per table).
+    sea_orm::ConnectionTrait::execute_unprepared(&db.conn, "DELETE FROM tb_data_cleanup_config")
+        .await?;
     let input = CleanupConfigInput {
         table_name: "tb_card_state_log".into(),
         retention_days: 30,
