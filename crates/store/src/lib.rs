@@ -33,6 +33,7 @@ mod device;
 pub mod entity;
 mod error;
 mod manual_trigger;
+mod metrics_history;
 mod ops;
 mod package;
 mod package_sql;
@@ -48,7 +49,8 @@ pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
 pub use error::db_err;
 pub use manual_trigger::PgManualTriggerLogStore;
-pub use ops::{PgMetricsHistoryStore, PgMonitoringStore};
+pub use metrics_history::PgMetricsHistoryStore;
+pub use ops::PgMonitoringStore;
 pub use package::PgPackageStore;
 
 use domain::StoreError;
