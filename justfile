@@ -62,6 +62,11 @@ build:
 demo *args:
     scripts/demo.sh {{args}}
 
+# Property-based run of schemathesis against cmp-api (its own, or CMP_FUZZ_URL + CMP_FUZZ_KEY):
+# no 5xx, every answer as /api/openapi.json documents. CMP_FUZZ_EXAMPLES, CMP_FUZZ_SECS bound it.
+api-fuzz:
+    scripts/api-fuzz.sh
+
 # The performance figures (release build; about 5 minutes on 2 cores): a table, and
 # target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep.
 bench *args:

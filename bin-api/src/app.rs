@@ -15,6 +15,7 @@ use domain::store::AdminAuditStore;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
@@ -56,6 +57,7 @@ pub(crate) fn app(state: AppState, extra: Router) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             REQUEST_TIMEOUT,
         ))
+        .layer(TraceLayer::new_for_http())
 }
 
 /// Error answers that axum or tower produce themselves (405, a timeout, ...) carry no

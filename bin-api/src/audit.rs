@@ -55,15 +55,33 @@ fn path_ids(template: &str, path: &str) -> Map<String, Value> {
         if let Some(name) = t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
             let value = p
                 .parse::<i64>()
-                .map_or_else(|_| Value::String(p.chars().take(64).collect()), Value::from);
+                .map_or_else(|_| Value::String(clean(p)), Value::from);
             out.insert(name.to_owned(), value);
         }
     }
     out
 }
 
+/// PostgreSQL's JSONB refuses `\u0000`.
+fn clean(s: &str) -> String {
+    s.chars().filter(|c| *c != '\0').take(MAX_STRING).collect()
+}
+
+/// JSONB keeps numbers exactly, and a huge float would come back as an integer too large to
+/// read: such numbers are kept as text.
+fn number(n: &serde_json::Number) -> Value {
+    if n.is_i64() || n.is_u64() {
+        return Value::Number(n.clone());
+    }
+    match n.as_f64() {
+        Some(f) if f.is_finite() && f.abs() < 1e15 => Value::Number(n.clone()),
+        _ => Value::String(n.to_string()),
+    }
+}
+
 fn summarise(v: &Value, depth: usize) -> Value {
     match v {
+        Value::Number(n) => number(n),
         Value::Array(items) if items.len() > MAX_ARRAY || depth >= MAX_DEPTH => {
             serde_json::json!({ "count": items.len() })
         }
@@ -73,12 +91,10 @@ fn summarise(v: &Value, depth: usize) -> Value {
         Value::Object(_) if depth >= MAX_DEPTH => Value::String("…".to_owned()),
         Value::Object(obj) => Value::Object(
             obj.iter()
-                .map(|(k, v)| (k.clone(), summarise(v, depth + 1)))
+                .map(|(k, v)| (clean(k), summarise(v, depth + 1)))
                 .collect(),
         ),
-        Value::String(s) if s.chars().count() > MAX_STRING => {
-            Value::String(s.chars().take(MAX_STRING).collect())
-        }
+        Value::String(s) => Value::String(clean(s)),
         other => other.clone(),
     }
 }

@@ -44,11 +44,14 @@ pub(crate) enum Refusal {
     Unavailable(domain::StoreError),
 }
 
+/// Key hash -> (the caller, or `None` for an unknown key; when it was looked up).
+type KeyCache = HashMap<String, (Option<Caller>, Instant)>;
+
 /// Key lookups with a short-lived cache. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Authenticator {
     store: Arc<dyn ApiKeyStore>,
-    cache: Arc<Mutex<HashMap<String, (Option<Caller>, Instant)>>>,
+    cache: Arc<Mutex<KeyCache>>,
     ttl: Duration,
 }
 

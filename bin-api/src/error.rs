@@ -149,6 +149,11 @@ fn problem_of(e: AdminError) -> Problem {
                 "the carrier refused or did not answer; nothing was changed",
             )
         }
+        AdminError::UnknownToCarrier(what) => Problem::new(
+            StatusCode::CONFLICT,
+            "unknown-to-carrier",
+            format!("the carrier does not know {what}'s ICCID; nothing was changed"),
+        ),
         AdminError::Store(domain::StoreError::Conflict { field, .. }) => {
             problem_of(AdminError::Conflict { field })
         }

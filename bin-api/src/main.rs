@@ -43,6 +43,19 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Openapi = cli.command {
+        // The document needs no settings and no connection.
+        return match openapi::document_json() {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("cmp-api: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     ops::main("cmp-api", |settings| run(cli, settings))
 }
 
@@ -51,10 +64,7 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         Command::Migrate => ops::migrate(&settings).await,
         Command::Keys(cmd) => keys::run(&settings, cmd).await,
         Command::Serve => serve(settings).await,
-        Command::Openapi => {
-            println!("{}", openapi::document_json()?);
-            Ok(())
-        }
+        Command::Openapi => Ok(()),
     }
 }
 

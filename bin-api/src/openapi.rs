@@ -54,19 +54,35 @@ pub(crate) fn finish(mut api: OpenApi) -> OpenApi {
     for (path, item) in api.paths.paths.iter_mut() {
         let has_path_params = path.contains('{');
         let ops = [
-            (false, item.get.as_mut()),
-            (true, item.post.as_mut()),
-            (true, item.put.as_mut()),
-            (true, item.patch.as_mut()),
-            (true, item.delete.as_mut()),
+            ("get", false, item.get.as_mut()),
+            ("post", true, item.post.as_mut()),
+            ("put", true, item.put.as_mut()),
+            ("patch", true, item.patch.as_mut()),
+            ("delete", true, item.delete.as_mut()),
         ];
-        for (write, op) in ops {
+        for (method, write, op) in ops {
             if let Some(op) = op {
+                op.operation_id = Some(operation_id(method, path));
                 add_errors(op, write, has_path_params);
             }
         }
     }
     api
+}
+
+/// A unique, readable operation id: `get_cards_id_explain` for `GET .../cards/{id}/explain`.
+fn operation_id(method: &str, path: &str) -> String {
+    let rest = path.strip_prefix(crate::guard::PREFIX).unwrap_or(path);
+    let mut id = method.to_owned();
+    for part in rest.split('/').filter(|p| !p.is_empty()) {
+        id.push('_');
+        id.extend(
+            part.chars()
+                .filter(|c| !matches!(c, '{' | '}'))
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
+    }
+    id
 }
 
 fn problem(description: &str) -> RefOr<utoipa::openapi::Response> {
@@ -84,6 +100,20 @@ fn problem(description: &str) -> RefOr<utoipa::openapi::Response> {
 }
 
 fn add_errors(op: &mut Operation, write: bool, has_path_params: bool) {
+    // OpenAPI requires a description on every response.
+    for (code, response) in op.responses.responses.iter_mut() {
+        if let RefOr::T(r) = response
+            && r.description.is_empty()
+        {
+            r.description = code
+                .parse::<u16>()
+                .ok()
+                .and_then(|c| axum::http::StatusCode::from_u16(c).ok())
+                .and_then(|c| c.canonical_reason())
+                .unwrap_or("Answer")
+                .to_owned();
+        }
+    }
     let mut add = |code: &str, description: &str| {
         op.responses
             .responses
@@ -98,12 +128,17 @@ fn add_errors(op: &mut Operation, write: bool, has_path_params: bool) {
     );
     add("500", "Internal error (logged; answered generically)");
     add("503", "The request did not complete in time");
-    if has_path_params {
-        add("404", "No such resource");
-    }
+    let _ = has_path_params;
+    add(
+        "404",
+        "No such resource (in the path, or named by the body or query)",
+    );
     if write {
         add("400", "The body is not valid JSON");
-        add("409", "A unique value is taken, or the card is busy");
+        add(
+            "409",
+            "A unique value is taken, the card is busy, or the carrier does not know it",
+        );
         add("413", "The body is too large");
         add("415", "The body is not application/json");
         add(

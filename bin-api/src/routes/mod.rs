@@ -5,9 +5,14 @@ use crate::app::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
 mod alerts;
+mod assets;
+mod audit;
+mod cards;
 mod cleanup;
 mod concurrency;
 mod configs;
+mod devices;
+mod manual_trigger;
 mod monitoring;
 
 /// Every admin route (paths relative to `/api/admin`).
@@ -18,4 +23,9 @@ pub(crate) fn all() -> OpenApiRouter<AppState> {
         .merge(concurrency::routes())
         .merge(alerts::routes())
         .merge(cleanup::routes())
+        .merge(manual_trigger::routes())
+        .merge(assets::routes())
+        .merge(cards::routes())
+        .merge(devices::routes())
+        .merge(audit::routes())
 }

@@ -3,8 +3,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod assets;
+mod cards;
 mod configs;
+mod devices;
 mod foundation;
+mod manual;
 mod ops_alerts;
 mod ops_monitoring;
 
@@ -30,6 +34,7 @@ pub(crate) const OPERATOR: &str = "cmp_test_operator";
 pub(crate) const VIEWER: &str = "cmp_test_viewer";
 
 /// One test's world: database, Redis prefix, gateway-sim, the router, and three keys.
+#[allow(dead_code)]
 pub(crate) struct World {
     pub(crate) env: TestEnv,
     pub(crate) stores: Stores,
@@ -181,4 +186,43 @@ impl World {
             .unwrap()
             .items
     }
+}
+
+/// An "everything" config: every type scheduled at `interval` seconds.
+pub(crate) async fn config_everything(w: &World, interval: u32) -> i64 {
+    let a = w
+        .post(
+            "/api/admin/polling-configs",
+            ADMIN,
+            serde_json::json!({"name": "everything", "priority": 100,
+                "realname_interval_secs": interval, "carddata_interval_secs": interval,
+                "package_interval_secs": interval, "protect_interval_secs": interval}),
+        )
+        .await;
+    a.ok(StatusCode::CREATED)["id"].as_i64().unwrap()
+}
+
+pub(crate) fn iccid(i: u64) -> String {
+    format!("8986{i:016}")
+}
+
+/// A card created through the API, known to gateway-sim too.
+pub(crate) async fn card(w: &World, i: u64, extra: Value) -> i64 {
+    let mut body = serde_json::json!({"iccid": iccid(i), "carrier_id": 1, "real_name_status": 1});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    w.sim
+        .state()
+        .upsert_cards(vec![gateway::sim::SimCardSpec::new(iccid(i))])
+        .unwrap();
+    let a = w.post("/api/admin/cards", ADMIN, body).await;
+    a.ok(StatusCode::CREATED)["id"].as_i64().unwrap()
+}
+
+/// The card's scores in the four queues.
+pub(crate) async fn scores(w: &World, card: i64) -> [Option<f64>; 4] {
+    w.inspector.scores(domain::CardId(card)).await.unwrap()
 }

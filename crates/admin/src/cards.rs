@@ -18,9 +18,12 @@ use utoipa::ToSchema;
     "network_status": 1, "enable_polling": true, "device_id": null}))]
 pub struct CardBody {
     /// 1 to 32 letters or digits; unique among live cards.
+    #[schema(pattern = "^[0-9A-Za-z]{1,32}$", example = "89860000000000000501")]
     pub iccid: String,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 32, pattern = "^\\S(.*\\S)?$")]
     pub msisdn: Option<String>,
+    #[schema(minimum = 1)]
     pub carrier_id: i64,
     #[serde(default = "normal")]
     pub card_category: CardCategory,
@@ -35,6 +38,7 @@ pub struct CardBody {
     pub enable_polling: bool,
     /// The device the card is bound to; `null`: a standalone card.
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub device_id: Option<i64>,
 }
 
@@ -66,7 +70,7 @@ impl CardBody {
             );
         }
         if let Some(m) = &self.msisdn
-            && (m.trim().is_empty() || m.len() > 32)
+            && (m.trim().is_empty() || m.chars().count() > 32)
         {
             checks.fail(
                 format!("{prefix}/msisdn"),
@@ -177,12 +181,13 @@ impl Admin {
         }
     }
 
-    /// Soft-deletes the card; out of every queue and the card cache.
+    /// Soft-deletes the card; out of every queue, every manual list and the card cache.
     pub async fn delete_card(&self, id: CardId) -> Result<(), AdminError> {
         if !self.stores.cards.soft_delete(id).await.admin()? {
             return Err(AdminError::NotFound(format!("card {id}")));
         }
         self.lifecycle.on_card_deleted(id).await?;
+        self.queue.remove_from_manual_lists(id).await?;
         Ok(())
     }
 
@@ -227,5 +232,42 @@ impl Admin {
     ) -> Result<Paged<CardStateLog>, AdminError> {
         self.card(id).await?;
         self.stores.cards.state_log(id, page).await.admin()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_checks_point_into_the_row() {
+        let row = CardBody {
+            iccid: "89 86".into(),
+            msisdn: Some(String::new()),
+            carrier_id: -1,
+            card_category: CardCategory::Normal,
+            status: 1,
+            real_name_status: RealNameStatus::Verified,
+            network_status: NetworkStatus::Online,
+            enable_polling: true,
+            device_id: Some(0),
+        };
+        let mut checks = Checks::default();
+        row.check("/cards/3", &mut checks);
+        match checks.finish() {
+            Err(AdminError::Invalid(errors)) => {
+                let pointers: Vec<&str> = errors.iter().map(|e| e.pointer.as_str()).collect();
+                assert_eq!(
+                    pointers,
+                    [
+                        "/cards/3/iccid",
+                        "/cards/3/msisdn",
+                        "/cards/3/carrier_id",
+                        "/cards/3/device_id"
+                    ]
+                );
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
     }
 }

@@ -24,6 +24,7 @@ pub const MAX_INTERVAL_SECS: u32 = 366 * 24 * 3600;
     "realname_interval_secs": 86400, "carddata_interval_secs": 3600,
     "package_interval_secs": 3600, "protect_interval_secs": 600}))]
 pub struct ConfigBody {
+    #[schema(min_length = 1, max_length = 128, pattern = "^\\S(.*\\S)?$")]
     pub name: String,
     /// Lower is tried first; ties broken by id.
     #[serde(default)]
@@ -36,15 +37,20 @@ pub struct ConfigBody {
     #[serde(default)]
     pub card_category: Option<CardCategory>,
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub carrier_id: Option<i64>,
     /// Seconds between two real-name polls; `null`: not scheduled.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub realname_interval_secs: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub carddata_interval_secs: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub package_interval_secs: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 31622400)]
     pub protect_interval_secs: Option<u32>,
 }
 
@@ -282,5 +288,90 @@ impl Admin {
             candidates,
             reason,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::{CardMatchFields, NetworkStatus, RealNameStatus};
+
+    fn body() -> ConfigBody {
+        ConfigBody {
+            name: " online ".into(),
+            priority: 1,
+            enabled: true,
+            card_condition: Some(CardCondition::Online),
+            card_category: None,
+            carrier_id: Some(7),
+            realname_interval_secs: None,
+            carddata_interval_secs: Some(60),
+            package_interval_secs: None,
+            protect_interval_secs: None,
+        }
+    }
+
+    #[test]
+    fn validation_names_every_bad_field_and_trims() {
+        let ok = body().validate().ok();
+        assert_eq!(ok.as_ref().map(|i| i.name.as_str()), Some("online"));
+        let mut bad = body();
+        bad.name = "  ".into();
+        bad.carddata_interval_secs = Some(0);
+        bad.protect_interval_secs = Some(MAX_INTERVAL_SECS + 1);
+        bad.carrier_id = Some(0);
+        match bad.validate() {
+            Err(AdminError::Invalid(errors)) => {
+                let pointers: Vec<&str> = errors.iter().map(|e| e.pointer.as_str()).collect();
+                assert_eq!(
+                    pointers,
+                    [
+                        "/name",
+                        "/carddata_interval_secs",
+                        "/protect_interval_secs",
+                        "/carrier_id"
+                    ]
+                );
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn conditions_say_which_holds() {
+        let input = body().validate().ok();
+        let Some(input) = input else {
+            panic!("valid body refused")
+        };
+        let config = PollingConfig {
+            id: PollingConfigId(1),
+            name: input.name,
+            priority: input.priority,
+            enabled: true,
+            card_condition: input.card_condition,
+            card_category: Some(CardCategory::Industry),
+            carrier_id: input.carrier_id,
+            intervals: input.intervals,
+            created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            updated_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        };
+        let card = CardMatchFields {
+            id: CardId(1),
+            carrier_id: CarrierId(7),
+            card_category: CardCategory::Normal,
+            real_name_status: RealNameStatus::Verified,
+            network_status: NetworkStatus::Online,
+        };
+        let checks = conditions(&config, &card);
+        let holds: Vec<(&str, bool)> = checks.iter().map(|c| (c.field.as_str(), c.holds)).collect();
+        assert_eq!(
+            holds,
+            [
+                ("card_condition", true),
+                ("card_category", false),
+                ("carrier_id", true)
+            ]
+        );
+        assert_eq!(checks[1].actual, "normal");
     }
 }

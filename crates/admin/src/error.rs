@@ -22,6 +22,10 @@ pub enum AdminError {
     /// The carrier refused or failed; nothing was changed.
     #[error("carrier gateway: {0}")]
     Gateway(String),
+    /// The carrier does not know the card's ICCID: the platform's data and the carrier's
+    /// disagree, retrying will not help.
+    #[error("{0} is unknown to the carrier")]
+    UnknownToCarrier(String),
     /// The database failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),
@@ -52,6 +56,11 @@ impl From<StopResumeError> for AdminError {
         match e {
             StopResumeError::CardNotFound(id) => AdminError::NotFound(format!("card {id}")),
             StopResumeError::Busy(id) => AdminError::Busy(format!("card {id}")),
+            StopResumeError::Gateway {
+                card_id,
+                source: gateway::GatewayError::NotFound,
+                ..
+            } => AdminError::UnknownToCarrier(format!("card {card_id}")),
             e @ (StopResumeError::Gateway { .. } | StopResumeError::UnexpectedStatus { .. }) => {
                 AdminError::Gateway(e.to_string())
             }

@@ -15,25 +15,47 @@
 
 pub mod alert_metrics;
 pub mod alerts;
+mod audit;
 mod cards;
 pub mod cleanup;
 mod cleanup_run;
 pub mod concurrency;
 mod configs;
 mod context;
+mod devices;
 mod dry_run;
 mod error;
 mod evaluation;
 pub mod evaluator;
+mod explain;
+mod explain_text;
 pub mod gateway_counts;
 pub mod history;
+mod import;
+mod manual;
 pub mod monitoring;
+mod packages;
+mod polling_control;
 pub mod webhook;
 
 pub use cards::{CardAction, CardBody, CardStatusBody};
 pub use cleanup_run::{RunReport, TableReport};
 pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
 pub use context::{Admin, AdminParts, AdminStores};
+pub use devices::{
+    BindBody, BindOutcome, DeviceBody, DeviceCardResult, DeviceSwitchReport, DeviceView,
+};
 pub use dry_run::{DryRun, DryRunBody};
 pub use error::{AdminError, FieldError};
 pub use evaluation::Evaluation;
+pub use explain::{
+    DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,
+    RealNameEvidence,
+};
+pub use import::{ImportBody, ImportReport, MAX_IMPORT};
+pub use manual::{
+    CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
+    TriggerCancel, TriggerReport, TriggerSingle,
+};
+pub use packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
+pub use polling_control::{AssetType, PollingStatusBody, PollingStatusReport};

@@ -21,6 +21,7 @@ mod inspect;
 pub mod keys;
 mod lease;
 mod manual;
+mod manual_remove;
 mod monitor;
 mod protect;
 mod queue_manager;

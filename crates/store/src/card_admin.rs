@@ -18,6 +18,10 @@ use sea_orm::{
 /// ICCIDs checked per statement by [`CardAdminStore::existing_iccids`].
 const ICCID_CHUNK: usize = 20_000;
 
+/// The live cards among a chunk of ICCIDs: one array parameter, one index probe each.
+const EXISTING_ICCIDS: &str =
+    "SELECT iccid FROM tb_iot_card WHERE deleted_at IS NULL AND iccid = ANY($1)";
+
 /// One `GROUP BY` over the fields config matching reads, among the cards that are polled.
 const MATCH_GROUPS: &str = r#"
 SELECT c.carrier_id, c.card_category, c.real_name_status, c.network_status, count(*) AS n
@@ -126,16 +130,14 @@ impl CardAdminStore for PgCardAdminStore {
     async fn existing_iccids(&self, iccids: &[String]) -> StoreResult<Vec<String>> {
         let mut found = Vec::new();
         for chunk in iccids.chunks(ICCID_CHUNK) {
-            let rows: Vec<String> = iot_card::Entity::find()
-                .filter(C::DeletedAt.is_null())
-                .filter(C::Iccid.is_in(chunk.iter().map(String::as_str)))
-                .select_only()
-                .column(C::Iccid)
-                .into_tuple()
-                .all(&self.db)
+            let rows = self
+                .db
+                .query_all_raw(stmt(EXISTING_ICCIDS, [chunk.to_vec().into()]))
                 .await
                 .map_err(db_err)?;
-            found.extend(rows);
+            for row in &rows {
+                found.push(col::<String>(row, "iccid")?);
+            }
         }
         Ok(found)
     }

@@ -1,0 +1,190 @@
+//! Cards: create, import, list, get, delete, status, operator stop/start, state log, explain.
+
+use crate::app::AppState;
+use crate::error::ApiResult;
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::PageParams;
+use admin::{CardAction, CardBody, CardStatusBody, Explanation, ImportBody, ImportReport};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use domain::store::Paged;
+use domain::{
+    Card, CardCategory, CardId, CardQuery, CardStateLog, CarrierId, DeviceId, NetworkStatus,
+    RealNameStatus, StopReason,
+};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(import))
+        .routes(routes!(get_one, delete))
+        .routes(routes!(set_status))
+        .routes(routes!(stop))
+        .routes(routes!(start))
+        .routes(routes!(state_log))
+        .routes(routes!(explain))
+}
+
+/// The operators' card filters; every one given must hold.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct CardListQuery {
+    /// ICCID prefix.
+    #[param(example = "8986")]
+    iccid: Option<String>,
+    msisdn: Option<String>,
+    device_id: Option<i64>,
+    carrier_id: Option<i64>,
+    /// Platform status code.
+    status: Option<i16>,
+    network_status: Option<NetworkStatus>,
+    stop_reason: Option<StopReason>,
+    card_category: Option<CardCategory>,
+    real_name_status: Option<RealNameStatus>,
+    enable_polling: Option<bool>,
+}
+
+impl CardListQuery {
+    fn query(self) -> CardQuery {
+        CardQuery {
+            iccid_prefix: self.iccid.filter(|s| !s.is_empty()),
+            msisdn: self.msisdn.filter(|s| !s.is_empty()),
+            device_id: self.device_id.map(DeviceId),
+            carrier_id: self.carrier_id.map(CarrierId),
+            status: self.status,
+            network_status: self.network_status,
+            stop_reason: self.stop_reason,
+            card_category: self.card_category,
+            real_name_status: self.real_name_status,
+            enable_polling: self.enable_polling,
+        }
+    }
+}
+
+/// List live cards.
+#[utoipa::path(get, path = "/cards", tag = "assets",
+    params(PageParams, CardListQuery), responses((status = 200, body = Paged<Card>)))]
+async fn list(
+    State(state): State<AppState>,
+    ApiQuery(page): ApiQuery<PageParams>,
+    ApiQuery(filter): ApiQuery<CardListQuery>,
+) -> ApiResult<Json<Paged<Card>>> {
+    Ok(Json(
+        state
+            .admin
+            .list_cards(&filter.query(), page.page()?)
+            .await?,
+    ))
+}
+
+/// Create one card; it is queued as its config schedules.
+#[utoipa::path(post, path = "/cards", tag = "assets",
+    request_body = CardBody, responses((status = 201, body = Card)))]
+async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CardBody>,
+) -> ApiResult<(StatusCode, Json<Card>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(state.admin.create_card(&body).await?),
+    ))
+}
+
+/// Import up to 100,000 cards, all or nothing: any bad row refuses the import, with one
+/// error per field pointing at the row (`/cards/17/iccid`).
+#[utoipa::path(post, path = "/cards/import", tag = "assets",
+    request_body = ImportBody, responses((status = 201, body = ImportReport)))]
+async fn import(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<ImportBody>,
+) -> ApiResult<(StatusCode, Json<ImportReport>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(state.admin.import_cards(&body).await?),
+    ))
+}
+
+/// One card.
+#[utoipa::path(get, path = "/cards/{id}", tag = "assets",
+    params(("id" = i64, Path, description = "card id")), responses((status = 200, body = Card)))]
+async fn get_one(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<Card>> {
+    Ok(Json(state.admin.get_card(CardId(id)).await?))
+}
+
+/// Delete a card: out of every queue (protect included) and the card cache.
+#[utoipa::path(delete, path = "/cards/{id}", tag = "assets",
+    params(("id" = i64, Path, description = "card id")),
+    responses((status = 204, description = "Deleted")))]
+async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<StatusCode> {
+    state.admin.delete_card(CardId(id)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Set the card's platform status code; the card is rescheduled.
+#[utoipa::path(patch, path = "/cards/{id}/status", tag = "assets",
+    params(("id" = i64, Path, description = "card id")),
+    request_body = CardStatusBody, responses((status = 200, body = Card)))]
+async fn set_status(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<CardStatusBody>,
+) -> ApiResult<Json<Card>> {
+    Ok(Json(
+        state.admin.set_card_status(CardId(id), body.status).await?,
+    ))
+}
+
+/// An operator's stop (`stop_reason = manual`): automation never resumes it.
+#[utoipa::path(post, path = "/cards/{id}/stop", tag = "assets",
+    params(("id" = i64, Path, description = "card id")),
+    responses((status = 200, body = CardAction)))]
+async fn stop(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<CardAction>> {
+    Ok(Json(state.admin.stop_card(CardId(id)).await?))
+}
+
+/// An operator's start, whatever the reason the card was stopped for.
+#[utoipa::path(post, path = "/cards/{id}/start", tag = "assets",
+    params(("id" = i64, Path, description = "card id")),
+    responses((status = 200, body = CardAction)))]
+async fn start(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<CardAction>> {
+    Ok(Json(state.admin.start_card(CardId(id)).await?))
+}
+
+/// The card's stops, starts and reason changes, newest first.
+#[utoipa::path(get, path = "/cards/{id}/state-log", tag = "assets",
+    params(("id" = i64, Path, description = "card id"), PageParams),
+    responses((status = 200, body = Paged<CardStateLog>)))]
+async fn state_log(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<Paged<CardStateLog>>> {
+    Ok(Json(
+        state.admin.card_state_log(CardId(id), page.page()?).await?,
+    ))
+}
+
+/// Why the card is where it is, and what would change it.
+#[utoipa::path(get, path = "/cards/{id}/explain", tag = "operators",
+    params(("id" = i64, Path, description = "card id")),
+    responses((status = 200, body = Explanation)))]
+async fn explain(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<Explanation>> {
+    Ok(Json(state.admin.explain(CardId(id)).await?))
+}

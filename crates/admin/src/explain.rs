@@ -1,0 +1,233 @@
+//! `GET /cards/{id}/explain`: why the card is where it is, and what would change it.
+//!
+//! The decision is the one `evaluate_and_act` would take now (`StopResumeService::preview`,
+//! no lock, no action), with the facts it was taken from; then the config the card matches,
+//! when each task type polls it next (the shard scores), its last state changes, and a list of
+//! the conditions that would change the decision, ending in one sentence an operator can read.
+
+use crate::error::StoreResultExt;
+use crate::explain_text::{summary, would_change};
+use crate::{Admin, AdminError};
+use chrono::{DateTime, TimeZone, Utc};
+use domain::store::Page;
+use domain::{
+    Card, CardStateLog, Intervals, PackageOwner, PackageStatus, PollingConfigId, StopReason,
+    TaskType,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// One package of the card's owner, as the decision sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PackageEvidence {
+    pub id: i64,
+    pub status: PackageStatus,
+    /// Active and inside its window now.
+    pub valid: bool,
+    /// Virtual megabytes used (decimal string).
+    #[schema(value_type = String)]
+    pub used_mb: rust_decimal::Decimal,
+    /// `null`: unlimited.
+    #[schema(value_type = Option<String>)]
+    pub limit_mb: Option<rust_decimal::Decimal>,
+    pub exhausted: bool,
+    pub activated_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub next_reset_at: Option<DateTime<Utc>>,
+    pub activate_on_realname: bool,
+}
+
+/// Real-name and the industry exemption.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RealNameEvidence {
+    pub real_name_status: domain::RealNameStatus,
+    pub card_category: domain::CardCategory,
+    /// Industry cards are exempt from real-name verification.
+    pub industry_exemption: bool,
+    pub satisfied: bool,
+}
+
+/// The device's protect periods.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProtectEvidence {
+    pub device_id: Option<i64>,
+    /// Seconds left of the stop period; `null`: none.
+    pub stop_ttl_secs: Option<u64>,
+    pub start_ttl_secs: Option<u64>,
+}
+
+/// The decision now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DecisionNow {
+    /// `stop`, `start`, `change_reason` or `nothing`: what `evaluate_and_act` would do now.
+    pub action: String,
+    /// The reason it would stop the card for, the reason it would record, or why nothing.
+    pub reason: Option<String>,
+    /// The stop reason that holds now (`not_realname` > `no_package` > `traffic_exhausted`).
+    pub holding_reason: Option<StopReason>,
+    pub network_status: domain::NetworkStatus,
+    pub stop_reason: Option<StopReason>,
+    /// Stopped by an operator: automation never resumes it.
+    pub manual_stop: bool,
+}
+
+/// The config the card matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MatchedConfigView {
+    pub id: PollingConfigId,
+    pub name: String,
+    pub priority: i32,
+    pub intervals: Intervals,
+}
+
+/// When a task type polls the card next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct NextDue {
+    pub task_type: TaskType,
+    /// Whether the matched config schedules this type.
+    pub scheduled: bool,
+    /// The card's score in the shard queue; `null`: not queued.
+    pub next_check_at: Option<DateTime<Utc>>,
+    /// Waiting on the manual list (polled before the shard queues).
+    pub manual: bool,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Explanation {
+    pub card: Card,
+    pub decision: DecisionNow,
+    /// Whose packages cover the card: its device when bound, else itself.
+    pub package_owner: PackageOwner,
+    pub packages: Vec<PackageEvidence>,
+    pub real_name: RealNameEvidence,
+    pub protect: ProtectEvidence,
+    /// `null`: no enabled config matches; the card is not polled.
+    pub config: Option<MatchedConfigView>,
+    pub next_due: Vec<NextDue>,
+    /// The card's last stops, starts and reason changes, newest first.
+    pub recent_changes: Vec<CardStateLog>,
+    /// Conditions that would change the decision.
+    pub would_change: Vec<String>,
+    /// One sentence.
+    pub summary: String,
+    pub evaluated_at: DateTime<Utc>,
+}
+
+fn at(score: f64) -> Option<DateTime<Utc>> {
+    let micros = (score * 1e6).round();
+    if !micros.is_finite() {
+        return None;
+    }
+    Utc.timestamp_micros(micros as i64).single()
+}
+
+impl Admin {
+    pub async fn explain(&self, id: domain::CardId) -> Result<Explanation, AdminError> {
+        let card = self.card(id).await?;
+        let decision = self.stop_resume.preview(id).await?;
+        let evidence = &decision.evidence;
+        let now = evidence.evaluated_at;
+        let owner = PackageOwner::covering(card.id, card.device_id);
+        let packages: Vec<PackageEvidence> = self
+            .stores
+            .packages
+            .usages_of(owner)
+            .await
+            .admin()?
+            .into_iter()
+            .map(|u| PackageEvidence {
+                id: u.id.get(),
+                status: u.status,
+                valid: u.is_valid_at(now),
+                used_mb: u.used_mb,
+                limit_mb: u.data_limit_mb,
+                exhausted: u.is_exhausted(),
+                activated_at: u.activated_at,
+                expires_at: u.expires_at,
+                next_reset_at: u.next_reset_at,
+                activate_on_realname: u.activate_on_realname,
+            })
+            .collect();
+        let ttl = match card.device_id {
+            Some(d) => Some(self.inspector.protect_ttl(d).await?),
+            None => None,
+        };
+        let protect = ProtectEvidence {
+            device_id: card.device_id.map(|d| d.get()),
+            stop_ttl_secs: ttl.and_then(|t| t.stop).map(|d| d.as_secs()),
+            start_ttl_secs: ttl.and_then(|t| t.start).map(|d| d.as_secs()),
+        };
+        let (action, reason) = match decision.action {
+            stop_resume::Action::Stopped { reason } => ("stop", Some(reason.as_str().to_owned())),
+            stop_resume::Action::Started => ("start", None),
+            stop_resume::Action::ReasonChanged { to, .. } => {
+                ("change_reason", Some(to.as_str().to_owned()))
+            }
+            stop_resume::Action::Nothing { why } => ("nothing", Some(why.as_str().to_owned())),
+        };
+        let decision_now = DecisionNow {
+            action: action.to_owned(),
+            reason,
+            holding_reason: evidence.holding_reason,
+            network_status: card.network_status,
+            stop_reason: card.stop_reason,
+            manual_stop: card.stop_reason == Some(StopReason::Manual),
+        };
+        let snapshot = self.configs.snapshot();
+        let config = snapshot.match_config(&card.match_fields()).and_then(|m| {
+            snapshot
+                .configs()
+                .iter()
+                .find(|c| c.id == m.id())
+                .map(|c| MatchedConfigView {
+                    id: c.id,
+                    name: c.name.clone(),
+                    priority: c.priority,
+                    intervals: c.intervals,
+                })
+        });
+        let scores = self.inspector.scores(id).await?;
+        let mut next_due = Vec::with_capacity(4);
+        for task in TaskType::ALL {
+            next_due.push(NextDue {
+                task_type: task,
+                scheduled: config
+                    .as_ref()
+                    .is_some_and(|c| c.intervals.get(task).is_some()),
+                next_check_at: scores[task.index()].and_then(at),
+                manual: self.inspector.in_manual(id, task).await?,
+            });
+        }
+        let recent_changes = self
+            .stores
+            .cards
+            .state_log(id, Page::new(1, 10))
+            .await
+            .admin()?
+            .items;
+        let real_name = RealNameEvidence {
+            real_name_status: card.real_name_status,
+            card_category: card.card_category,
+            industry_exemption: card.card_category == domain::CardCategory::Industry,
+            satisfied: evidence.real_name_satisfied,
+        };
+        let mut out = Explanation {
+            card,
+            decision: decision_now,
+            package_owner: owner,
+            packages,
+            real_name,
+            protect,
+            config,
+            next_due,
+            recent_changes,
+            would_change: Vec::new(),
+            summary: String::new(),
+            evaluated_at: now,
+        };
+        out.would_change = would_change(&out);
+        out.summary = summary(&out);
+        Ok(out)
+    }
+}

@@ -1,0 +1,122 @@
+//! `POST /cards/import`: up to 100,000 cards in one request, all or nothing. Every row is
+//! checked first (fields, ICCIDs repeated in the file or taken by live cards, devices that do
+//! not exist); any bad row refuses the whole import with one error per field, pointing at the
+//! row (`/cards/17/iccid`), so that nothing is half-imported.
+
+use crate::cards::CardBody;
+use crate::error::{Checks, StoreResultExt};
+use crate::{Admin, AdminError};
+use domain::{CardId, DeviceId};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use utoipa::ToSchema;
+
+/// The largest import.
+pub const MAX_IMPORT: usize = 100_000;
+/// Row errors reported at most (the rest are counted in the detail).
+const MAX_ROW_ERRORS: usize = 1_000;
+
+/// The body of an import.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ImportBody {
+    /// 1 to 100,000 cards.
+    #[schema(min_items = 1, max_items = 100000)]
+    pub cards: Vec<CardBody>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ImportReport {
+    pub imported: usize,
+    /// The new cards' ids, in input order.
+    pub ids: Vec<CardId>,
+    /// Cards put in the queues now (the others have polling off, or match no config).
+    pub enqueued: usize,
+}
+
+impl Admin {
+    pub async fn import_cards(&self, body: &ImportBody) -> Result<ImportReport, AdminError> {
+        let started = std::time::Instant::now();
+        let rows = &body.cards;
+        if rows.is_empty() || rows.len() > MAX_IMPORT {
+            return Err(AdminError::invalid(
+                "/cards",
+                format!("must hold 1 to {MAX_IMPORT} cards"),
+            ));
+        }
+        let mut checks = Checks::default();
+        let mut new = Vec::with_capacity(rows.len());
+        let mut first_row: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            let card = row.check(&format!("/cards/{i}"), &mut checks);
+            new.push(card);
+        }
+        for (i, card) in new.iter().enumerate() {
+            if let Some(first) = first_row.insert(card.iccid.as_str(), i) {
+                checks.fail(
+                    format!("/cards/{i}/iccid"),
+                    format!("repeats the ICCID of row {first}"),
+                );
+                first_row.insert(card.iccid.as_str(), first);
+            }
+        }
+        let iccids: Vec<String> = new.iter().map(|c| c.iccid.clone()).collect();
+        let taken: HashSet<String> = self
+            .stores
+            .card_admin
+            .existing_iccids(&iccids)
+            .await
+            .admin()?
+            .into_iter()
+            .collect();
+        let mut devices: Vec<DeviceId> = new.iter().filter_map(|c| c.device_id).collect();
+        devices.sort_unstable();
+        devices.dedup();
+        let live = if devices.is_empty() {
+            HashMap::new()
+        } else {
+            self.stores
+                .devices
+                .enable_polling_of(&devices)
+                .await
+                .admin()?
+        };
+        for (i, card) in new.iter().enumerate() {
+            if taken.contains(&card.iccid) {
+                checks.fail(
+                    format!("/cards/{i}/iccid"),
+                    "already belongs to a live card",
+                );
+            }
+            if let Some(d) = card.device_id
+                && !live.contains_key(&d)
+            {
+                checks.fail(
+                    format!("/cards/{i}/device_id"),
+                    format!("device {d} does not exist"),
+                );
+            }
+        }
+        if let Err(AdminError::Invalid(mut errors)) = checks.finish() {
+            errors.truncate(MAX_ROW_ERRORS);
+            return Err(AdminError::Invalid(errors));
+        }
+        let checked = started.elapsed();
+        let ids = self.stores.cards.insert_bulk(&new).await.admin()?;
+        let inserted = started.elapsed();
+        let outcome = self.lifecycle.on_batch_cards_created(&ids).await?;
+        tracing::info!(
+            imported = ids.len(),
+            enqueued = outcome.enqueued,
+            ?checked,
+            ?inserted,
+            total = ?started.elapsed(),
+            "cards imported"
+        );
+        Ok(ImportReport {
+            imported: ids.len(),
+            enqueued: outcome.enqueued,
+            ids,
+        })
+    }
+}
