@@ -30,6 +30,8 @@ pub(crate) struct AppState {
     pub(crate) admin: Admin,
     pub(crate) auth: Authenticator,
     pub(crate) audit: Arc<dyn AdminAuditStore>,
+    /// Monitoring, concurrency, alerts, cleanup, history (issue 14).
+    pub(crate) ops: crate::ops_state::OpsServices,
 }
 
 /// The admin routes and their OpenAPI document.

@@ -48,6 +48,15 @@ pub(crate) fn state(
         HttpGateway::new(gateway_config, Some(Arc::new(limiter)))
             .context("build the gateway client (CMP_GATEWAY_URL)")?,
     );
+    let ops = crate::ops_state::build(crate::ops_state::OpsParts {
+        settings,
+        stores: &stores,
+        redis: redis.clone(),
+        keys: keys.clone(),
+        queue: queue.clone(),
+        configs: configs.clone(),
+        clock: clock.clone(),
+    });
     let lifecycle = PollingLifecycleService::new(
         stores.cards.clone(),
         stores.devices.clone(),
@@ -89,6 +98,7 @@ pub(crate) fn state(
             admin,
             auth: Authenticator::new(stores.api_keys.clone()),
             audit: stores.admin_audit.clone(),
+            ops,
         },
         configs,
     ))

@@ -10,6 +10,7 @@ mod extract;
 mod guard;
 mod keys;
 mod openapi;
+mod ops_state;
 mod pagination;
 mod routes;
 #[cfg(test)]

@@ -23,6 +23,10 @@ use utoipa::{OpenApi as _, PartialSchema};
         (name = "manual-trigger", description = "Poll cards now"),
         (name = "assets", description = "Cards, devices, packages"),
         (name = "operators", description = "Explain a card; the audit of writes"),
+        (name = "monitoring", description = "Queues, rates, the initializer, the metrics history"),
+        (name = "concurrency", description = "The cluster-wide semaphore per task type"),
+        (name = "alerts", description = "Alert rules and their firings"),
+        (name = "data-cleanup", description = "Retention per table, runs and their logs"),
     )
 )]
 struct Base;

@@ -16,10 +16,6 @@ use std::sync::Arc;
 use stop_resume::{StopResumeService, StopResumeSettings};
 use store::Stores;
 
-/// How many handler pools' worth of tasks the cluster-wide semaphore admits per type while no
-/// operator has set `polling:concurrency:max:{type}`: room for this many worker nodes.
-const DEFAULT_NODES_PER_SEMAPHORE: u32 = 8;
-
 pub(crate) struct Components {
     pub(crate) settings: Settings,
     pub(crate) db: sea_orm::DatabaseConnection,
@@ -133,12 +129,11 @@ impl Components {
     }
 
     pub(crate) fn semaphore(&self) -> ConcurrencySemaphore {
+        // Room for `admin::concurrency::DEFAULT_NODES_PER_SEMAPHORE` nodes' pools while no
+        // operator has set a max; the API derives the same default with the same function.
         let p = &self.settings.pools;
-        let default_max = [p.realname, p.carddata, p.package, p.protect].map(|n| {
-            u32::try_from(n)
-                .unwrap_or(u32::MAX)
-                .saturating_mul(DEFAULT_NODES_PER_SEMAPHORE)
-        });
+        let default_max =
+            admin::concurrency::default_max([p.realname, p.carddata, p.package, p.protect]);
         ConcurrencySemaphore::new(
             self.redis.clone(),
             self.keys.clone(),

@@ -2,7 +2,7 @@
 //! scheduler with the four handlers and the periodic jobs, health and metrics.
 
 use crate::components::Components;
-use crate::jobs::{ActivationCheck, DataReset, UsagePartitions};
+use crate::jobs::{ActivationCheck, DataReset};
 use anyhow::Context;
 use lifecycle::{InitMode, LifecycleError};
 use scheduler::{Scheduler, SchedulerSettings};
@@ -41,7 +41,12 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
-    let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(c.gateway()?);
+    let gateway: Arc<dyn gateway::CarrierGateway> =
+        Arc::new(admin::gateway_counts::CountingGateway::new(
+            Arc::new(c.gateway()?),
+            polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
+            c.clock.clone(),
+        ));
     let deps = HandlerDeps {
         cards: c.stores.cards.clone(),
         devices: c.stores.devices.clone(),
@@ -80,11 +85,10 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     )
     .with_semaphore(deps.semaphore.clone())
     .with_job(Box::new(ActivationCheck(jobs.clone())))
-    .with_job(Box::new(DataReset(jobs)))
-    .with_job(Box::new(UsagePartitions::new(
-        c.stores.cleanup.clone(),
-        c.clock.clone(),
-    )));
+    .with_job(Box::new(DataReset(jobs)));
+    let scheduler = crate::admin_jobs::jobs(&c)?
+        .into_iter()
+        .fold(scheduler, |s, job| s.with_job(job));
 
     let report = scheduler.run(shutdown.clone()).await;
     shutdown.cancel();

@@ -32,6 +32,11 @@ const MIGRATIONS: &[SqlMigration] = &[
         up: include_str!("../sql/0004_admin_api.up.sql"),
         down: include_str!("../sql/0004_admin_api.down.sql"),
     },
+    SqlMigration {
+        name: "m0005_ops_monitoring_cleanup",
+        up: include_str!("../sql/0005_ops_monitoring_cleanup.up.sql"),
+        down: include_str!("../sql/0005_ops_monitoring_cleanup.down.sql"),
+    },
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -4,17 +4,25 @@
 use crate::app::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
+mod alerts;
 mod assets;
 mod audit;
 mod cards;
+mod cleanup;
+mod concurrency;
 mod configs;
 mod devices;
 mod manual_trigger;
+mod monitoring;
 
 /// Every admin route (paths relative to `/api/admin`).
 pub(crate) fn all() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(configs::routes())
+        .merge(monitoring::routes())
+        .merge(concurrency::routes())
+        .merge(alerts::routes())
+        .merge(cleanup::routes())
         .merge(manual_trigger::routes())
         .merge(assets::routes())
         .merge(cards::routes())

@@ -236,7 +236,8 @@ async fn every_route_checks_keys_and_roles() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 35);
+    // 35 of part 1, 23 of part 2 (monitoring, concurrency, alerts, cleanup) and the history.
+    assert_eq!(checked, 35 + 24);
     let after = (
         w.stores.cards.count().await.unwrap(),
         w.stores.configs.list_all().await.unwrap(),

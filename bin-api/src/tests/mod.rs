@@ -9,6 +9,8 @@ mod configs;
 mod devices;
 mod foundation;
 mod manual;
+mod ops_alerts;
+mod ops_monitoring;
 
 use crate::app::{AppState, app};
 use crate::keys::hash_key;

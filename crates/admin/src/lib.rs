@@ -13,22 +13,33 @@
 //!   control (`polling_control.rs`), the explain page (`explain.rs`), the audit of writes
 //!   (`audit.rs`).
 
+pub mod alert_metrics;
+pub mod alerts;
 mod audit;
 mod cards;
+pub mod cleanup;
+mod cleanup_run;
+pub mod concurrency;
 mod configs;
 mod context;
 mod devices;
 mod dry_run;
 mod error;
 mod evaluation;
+pub mod evaluator;
 mod explain;
 mod explain_text;
+pub mod gateway_counts;
+pub mod history;
 mod import;
 mod manual;
+pub mod monitoring;
 mod packages;
 mod polling_control;
+pub mod webhook;
 
 pub use cards::{CardAction, CardBody, CardStatusBody};
+pub use cleanup_run::{RunReport, TableReport};
 pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
 pub use context::{Admin, AdminParts, AdminStores};
 pub use devices::{

@@ -1,11 +1,12 @@
 //! Models of the admin tables: alert rules, data cleanup, manual trigger log, API keys.
 
-use crate::{AlertRuleId, ApiKeyId, CleanupConfigId, TaskType};
+use crate::{AlertRuleId, ApiKeyId, CleanupConfigId, StopReason, TaskType};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 /// How an alert rule compares its metric with the threshold.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AlertOperator {
     #[serde(rename = ">")]
@@ -31,22 +32,92 @@ impl AlertOperator {
     }
 }
 
+/// What an alert rule watches. Rates are fractions 0..1 over the rule's window; ages are
+/// seconds; counts are cards; `stops_per_minute` is stops per minute over the window (of one
+/// reason when the rule names one); `initializer_failed` is 1 when the initializer's last run
+/// failed, else 0.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertMetric {
+    /// Due cards (score <= now) not yet taken, summed over the shards.
+    DueBacklog,
+    /// Seconds since the oldest due card came due: a stalled queue looks idle otherwise.
+    OldestDueAge,
+    /// Failed polls / all polls over the window.
+    FailureRate,
+    /// Gateway calls answered with an error (not a throttle) / all calls over the window.
+    GatewayErrorRate,
+    /// Gateway calls throttled / all calls over the window.
+    GatewayThrottleRate,
+    /// Cards stopped per minute over the window.
+    StopsPerMinute,
+    /// Entries of the queues (due, future and leased), summed over the shards.
+    QueueDepth,
+    /// 1 when the initializer's status is `failed`.
+    InitializerFailed,
+}
+
+str_enum!(AlertMetric {
+    DueBacklog => "due_backlog",
+    OldestDueAge => "oldest_due_age",
+    FailureRate => "failure_rate",
+    GatewayErrorRate => "gateway_error_rate",
+    GatewayThrottleRate => "gateway_throttle_rate",
+    StopsPerMinute => "stops_per_minute",
+    QueueDepth => "queue_depth",
+    InitializerFailed => "initializer_failed",
+});
+
+impl AlertMetric {
+    pub const ALL: [AlertMetric; 8] = [
+        AlertMetric::DueBacklog,
+        AlertMetric::OldestDueAge,
+        AlertMetric::FailureRate,
+        AlertMetric::GatewayErrorRate,
+        AlertMetric::GatewayThrottleRate,
+        AlertMetric::StopsPerMinute,
+        AlertMetric::QueueDepth,
+        AlertMetric::InitializerFailed,
+    ];
+
+    /// Whether the metric is per task type (a rule without one sums or takes the worst type).
+    pub const fn per_task_type(self) -> bool {
+        matches!(
+            self,
+            AlertMetric::DueBacklog
+                | AlertMetric::OldestDueAge
+                | AlertMetric::FailureRate
+                | AlertMetric::QueueDepth
+        )
+    }
+}
+
 /// The editable part of an alert rule.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertRuleInput {
     pub name: String,
-    /// `queue_depth`, `due_backlog`, `failure_rate`, `mean_duration_ms`, ...
-    pub metric: String,
+    pub metric: AlertMetric,
     pub task_type: Option<TaskType>,
+    /// Only for `stops_per_minute`: count stops of this reason alone.
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
     pub operator: AlertOperator,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1000"))]
     pub threshold: Decimal,
     pub window_secs: i32,
     pub enabled: bool,
     pub webhook_url: Option<String>,
     pub cooldown_secs: i32,
+    /// The key of the webhook's HMAC-SHA256 signature. Write-only: never serialised, so a
+    /// viewer reading rules never sees it. On create, absent means "generate one".
+    #[serde(default, skip_serializing)]
+    pub webhook_secret: Option<String>,
 }
 
 /// A row of `tb_polling_alert_rule`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertRule {
     pub id: AlertRuleId,
@@ -57,17 +128,27 @@ pub struct AlertRule {
 }
 
 /// A row of `tb_polling_alert_history`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertHistory {
     pub id: i64,
     pub rule_id: AlertRuleId,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1200"))]
     pub value: Decimal,
     pub fired_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,
+    /// The firing's webhook was delivered (2xx) — false while pending, failed or without URL.
     pub notified: bool,
+    /// The resolution's webhook was delivered.
+    #[serde(default)]
+    pub resolve_notified: bool,
+    /// The last delivery error, if a delivery gave up.
+    #[serde(default)]
+    pub notify_error: Option<String>,
 }
 
 /// The editable part of a data cleanup config.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupConfigInput {
     /// The table cleaned, e.g. `tb_data_usage_record`.
@@ -78,6 +159,7 @@ pub struct CleanupConfigInput {
 }
 
 /// A row of `tb_data_cleanup_config`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupConfig {
     pub id: CleanupConfigId,
@@ -88,6 +170,7 @@ pub struct CleanupConfig {
 }
 
 /// A row of `tb_data_cleanup_log`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupLog {
     pub id: i64,
@@ -98,6 +181,9 @@ pub struct CleanupLog {
     /// `running`, `completed`, `failed`.
     pub status: String,
     pub error: Option<String>,
+    /// The run this row belongs to (one row per table per run).
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 /// A row of `tb_polling_manual_trigger_log`.

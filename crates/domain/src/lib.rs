@@ -40,6 +40,7 @@ mod config;
 mod device;
 mod error;
 mod ids;
+mod ops;
 mod package;
 mod ratelimit;
 pub mod store;
@@ -55,6 +56,7 @@ pub use config::*;
 pub use device::*;
 pub use error::{DomainError, StoreError};
 pub use ids::*;
+pub use ops::*;
 pub use package::*;
 #[cfg(any(test, feature = "mock"))]
 pub use ratelimit::MockRateLimiter;

@@ -5,6 +5,10 @@
 //! state change + audit row) are one transaction behind one method, so no caller can half-apply
 //! them.
 
+use crate::UsagePartition;
+pub use crate::ops::{MetricsHistoryStore, MonitoringStore};
+#[cfg(any(test, feature = "mock"))]
+pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore};
 use crate::{
     AdminAudit, AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole,
     Card, CardFilter, CardId, CardMatchFields, CardQuery, CardStateLog, CarrierPackage,
@@ -272,12 +276,28 @@ pub trait AlertStore: Send + Sync {
     async fn insert_rule(&self, rule: &AlertRuleInput) -> StoreResult<AlertRule>;
     async fn update_rule(&self, id: AlertRuleId, rule: &AlertRuleInput) -> StoreResult<AlertRule>;
     async fn delete_rule(&self, id: AlertRuleId) -> StoreResult<bool>;
+    /// Opens a firing of `rule` (not yet notified).
     async fn record_firing(
         &self,
         rule: AlertRuleId,
         value: Decimal,
-        notified: bool,
+        at: DateTime<Utc>,
     ) -> StoreResult<AlertHistory>;
+    /// The rule's open (unresolved) firing, if any.
+    async fn open_firing(&self, rule: AlertRuleId) -> StoreResult<Option<AlertHistory>>;
+    /// When the rule last fired (open or resolved).
+    async fn last_fired_at(&self, rule: AlertRuleId) -> StoreResult<Option<DateTime<Utc>>>;
+    /// Open firings of every rule.
+    async fn open_firings(&self) -> StoreResult<Vec<AlertHistory>>;
+    /// Records a webhook outcome of history row `id`: of its resolution when `resolution`,
+    /// else of its firing; `error` when delivery gave up.
+    async fn set_notified(
+        &self,
+        id: i64,
+        resolution: bool,
+        delivered: bool,
+        error: Option<String>,
+    ) -> StoreResult<()>;
     /// Marks the rule's open firing (if any) resolved.
     async fn resolve(&self, rule: AlertRuleId, at: DateTime<Utc>) -> StoreResult<u64>;
     async fn history(
@@ -314,7 +334,17 @@ pub trait CleanupStore: Send + Sync {
         cutoff: DateTime<Utc>,
         batch: u32,
     ) -> StoreResult<u64>;
-    async fn start_log(&self, table: &str) -> StoreResult<CleanupLog>;
+    /// Whether `table` exists yet (the audit table comes with the API's migrations).
+    async fn table_exists(&self, table: &str) -> StoreResult<bool>;
+    /// The monthly partitions of `tb_data_usage_record` (not the default one), oldest first.
+    async fn usage_partitions(&self) -> StoreResult<Vec<UsagePartition>>;
+    /// Detaches one monthly partition of the usage table, then drops it.
+    async fn drop_usage_partition(&self, name: &str) -> StoreResult<()>;
+    async fn start_log(&self, table: &str, run_id: Option<String>) -> StoreResult<CleanupLog>;
+    /// Rows deleted so far by a running log row.
+    async fn set_progress(&self, id: i64, rows_deleted: i64) -> StoreResult<()>;
+    /// Log rows still `running`.
+    async fn running(&self) -> StoreResult<Vec<CleanupLog>>;
     async fn finish_log(
         &self,
         id: i64,

@@ -37,6 +37,12 @@ pub enum RedisKey {
     ReconcileProgress,
     /// `polling:stats:{type}`: hash of task counters.
     Stats { task: TaskType },
+    /// `polling:stats:{type}:minutes:{YYYYMMDDHH}`: hash `{MM}:{outcome}` -> count, one per
+    /// UTC hour, TTL 3 h: polls per minute and failure rates over recent minutes.
+    StatsMinutes { task: TaskType, hour: String },
+    /// `polling:stats:gateway:minutes:{YYYYMMDDHH}`: hash `{MM}:{outcome}` -> gateway calls
+    /// (`ok`, `error`, `throttled`), one per UTC hour, TTL 3 h.
+    GatewayMinutes { hour: String },
     /// `polling:lock:card:{card_id}`: per-card evaluation lock of the stop/resume service.
     CardLock { card: CardId },
     /// `polling:lease:{job}`: which node runs a singleton job.
@@ -86,6 +92,8 @@ impl Keys {
             RedisKey::InitProgress => write!(s, "init:progress"),
             RedisKey::ReconcileProgress => write!(s, "reconcile:progress"),
             RedisKey::Stats { task } => write!(s, "stats:{task}"),
+            RedisKey::StatsMinutes { task, hour } => write!(s, "stats:{task}:minutes:{hour}"),
+            RedisKey::GatewayMinutes { hour } => write!(s, "stats:gateway:minutes:{hour}"),
             RedisKey::CardLock { card } => write!(s, "lock:card:{card}"),
             RedisKey::Lease { job } => write!(s, "lease:{job}"),
             RedisKey::RateLimit { bucket } => write!(s, "ratelimit:gateway:{bucket}"),
@@ -162,6 +170,19 @@ mod tests {
                     task: TaskType::Carddata,
                 },
                 "polling:stats:carddata",
+            ),
+            (
+                RedisKey::StatsMinutes {
+                    task: TaskType::Carddata,
+                    hour: "2026120120".into(),
+                },
+                "polling:stats:carddata:minutes:2026120120",
+            ),
+            (
+                RedisKey::GatewayMinutes {
+                    hour: "2026120120".into(),
+                },
+                "polling:stats:gateway:minutes:2026120120",
             ),
             (
                 RedisKey::CardLock { card: CardId(5) },

@@ -24,9 +24,11 @@ pub mod keys;
 mod lease;
 mod manual;
 mod manual_remove;
+mod monitor;
 mod protect;
 mod queue_manager;
 mod ratelimit;
+mod recent;
 mod reconcile_progress;
 mod remove;
 mod score;
@@ -43,9 +45,13 @@ pub use init::{FirstEntries, InitWriter};
 pub use inspect::{ProtectTtl, QueueInspector};
 pub use keys::{Keys, RedisKey};
 pub use lease::{LeaseToken, SingletonLease};
+pub use monitor::{QueueSummary, SHARD_DEPTH_FAILED, ShardQueueStats};
 pub use protect::{ProtectKeys, ProtectState};
 pub use queue_manager::{PollingQueueManager, QueueSettings};
 pub use ratelimit::RedisRateLimiter;
+pub use recent::{
+    DURATION_BUCKETS_MS, GatewayCounts, GatewayOutcome, MinuteCounts, RecentCounters, quantile_ms,
+};
 pub use reconcile_progress::{ReconcileProgress, ReconcileState};
 pub use score::{is_lease_score, to_score};
 pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};

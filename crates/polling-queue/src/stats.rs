@@ -1,7 +1,9 @@
 //! Task counters `polling:stats:{type}`: a hash of totals plus one field per hour and outcome.
 //!
 //! Fields: `success`, `failure`, `requeued_full`, `duration_ms_sum`, and
-//! `hour:{YYYYMMDDHH}:{outcome}` (UTC hour) for the dashboard's recent history.
+//! `hour:{YYYYMMDDHH}:{outcome}` (UTC hour) for the dashboard's recent history, and the
+//! duration histogram `hist:{upper_ms}`; each run also counts in the minute hash of
+//! `recent.rs`.
 //!
 //! Retention: hour fields older than [`HOURLY_RETENTION`] are deleted, so the hash holds at
 //! most about 48 × 3 hour fields instead of growing every hour forever. The pruning costs one
@@ -110,6 +112,11 @@ impl TaskCounters {
         let _: () = pipe
             .hincrby(key.as_str(), format!("hour:{hour}:{}", outcome.as_str()), 1)
             .await?;
+        // The histogram (p95) and the per-minute counts (recent rates) of `recent.rs`.
+        let _: () = pipe
+            .hincrby(key.as_str(), crate::recent::bucket_field(ms as u64), 1)
+            .await?;
+        crate::recent::queue_minute(&pipe, &self.keys, task, outcome, self.clock.now()).await?;
         let _: Vec<i64> = pipe.all().await?;
         let this_hour = now.timestamp().div_euclid(3600);
         let slot = &self.pruned_hour[task.index()];

@@ -11,8 +11,9 @@ use domain::{AlertHistory, AlertRule, AlertRuleId, AlertRuleInput};
 use rust_decimal::Decimal;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder,
+    ActiveModelTrait,
+    ActiveValue::{NotSet, Set},
+    ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
 };
 
 /// The PostgreSQL [`AlertStore`]. Cheap to clone: the connection is a pool.
@@ -30,7 +31,13 @@ impl PgAlertStore {
 fn active_model(rule: &AlertRuleInput) -> polling_alert_rule::ActiveModel {
     polling_alert_rule::ActiveModel {
         name: Set(rule.name.clone()),
-        metric: Set(rule.metric.clone()),
+        metric: Set(rule.metric.as_str().to_owned()),
+        stop_reason: Set(rule.stop_reason.map(|r| r.as_str().to_owned())),
+        // Absent keeps the stored secret (update) or lets the database generate one (insert).
+        webhook_secret: match &rule.webhook_secret {
+            Some(secret) => Set(secret.clone()),
+            None => NotSet,
+        },
         task_type: Set(rule.task_type.map(|t| t.as_str().to_owned())),
         operator: Set(rule.operator.as_str().to_owned()),
         threshold: Set(rule.threshold),
@@ -104,18 +111,77 @@ impl AlertStore for PgAlertStore {
         &self,
         rule: AlertRuleId,
         value: Decimal,
-        notified: bool,
+        at: DateTime<Utc>,
     ) -> StoreResult<AlertHistory> {
         let model = polling_alert_history::ActiveModel {
             rule_id: Set(rule.get()),
             value: Set(value),
-            notified: Set(notified),
+            fired_at: Set(at),
+            notified: Set(false),
             ..Default::default()
         }
         .insert(&self.db)
         .await
         .map_err(db_err)?;
         Ok(convert::alert_history(model))
+    }
+
+    async fn open_firing(&self, rule: AlertRuleId) -> StoreResult<Option<AlertHistory>> {
+        Ok(polling_alert_history::Entity::find()
+            .filter(polling_alert_history::Column::RuleId.eq(rule.get()))
+            .filter(polling_alert_history::Column::ResolvedAt.is_null())
+            .order_by_desc(polling_alert_history::Column::Id)
+            .one(&self.db)
+            .await
+            .map_err(db_err)?
+            .map(convert::alert_history))
+    }
+
+    async fn last_fired_at(&self, rule: AlertRuleId) -> StoreResult<Option<DateTime<Utc>>> {
+        Ok(polling_alert_history::Entity::find()
+            .filter(polling_alert_history::Column::RuleId.eq(rule.get()))
+            .order_by_desc(polling_alert_history::Column::FiredAt)
+            .one(&self.db)
+            .await
+            .map_err(db_err)?
+            .map(|m| m.fired_at))
+    }
+
+    async fn open_firings(&self) -> StoreResult<Vec<AlertHistory>> {
+        Ok(polling_alert_history::Entity::find()
+            .filter(polling_alert_history::Column::ResolvedAt.is_null())
+            .order_by_asc(polling_alert_history::Column::Id)
+            .all(&self.db)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(convert::alert_history)
+            .collect())
+    }
+
+    async fn set_notified(
+        &self,
+        id: i64,
+        resolution: bool,
+        delivered: bool,
+        error: Option<String>,
+    ) -> StoreResult<()> {
+        let column = if resolution {
+            polling_alert_history::Column::ResolveNotified
+        } else {
+            polling_alert_history::Column::Notified
+        };
+        polling_alert_history::Entity::update_many()
+            .col_expr(column, Expr::value(delivered))
+            .col_expr(
+                polling_alert_history::Column::NotifyError,
+                Expr::value(error),
+            )
+            .filter(polling_alert_history::Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     async fn resolve(&self, rule: AlertRuleId, at: DateTime<Utc>) -> StoreResult<u64> {

@@ -1,14 +1,17 @@
 //! [`PgCleanupStore`]: `tb_data_cleanup_config`, `tb_data_cleanup_log`, and the batched
 //! deletions of old rows themselves.
 
+use crate::cleanup_partitions as partitions;
 use crate::convert;
 use crate::entity::{data_cleanup_config as config, data_cleanup_log as log};
 use crate::error::{db_err, not_found};
-use crate::sql::{col, count, paged, stmt};
+use crate::sql::{count, paged, stmt};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use domain::store::{CleanupStore, Page, Paged, StoreResult};
-use domain::{CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, StoreError};
+use domain::{
+    CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, StoreError, UsagePartition,
+};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
@@ -70,7 +73,12 @@ fn cleanable(table: &str) -> StoreResult<Cleanable> {
                      (SELECT id, recorded_at FROM tb_data_usage_record WHERE recorded_at < $1 \
                       LIMIT $2)",
         },
+        // Rows of months without a partition of their own: the monthly partitions are dropped
+        // whole (`drop_usage_partition`), never deleted row by row.
+        "tb_data_usage_record_default" => cleanable!("tb_data_usage_record_default", "recorded_at"),
         "tb_card_state_log" => cleanable!("tb_card_state_log", "created_at"),
+        "tb_admin_audit_log" => cleanable!("tb_admin_audit_log", "created_at"),
+        "tb_polling_metrics_history" => cleanable!("tb_polling_metrics_history", "bucket_at"),
         "tb_polling_alert_history" => cleanable!("tb_polling_alert_history", "fired_at"),
         "tb_data_cleanup_log" => cleanable!("tb_data_cleanup_log", "started_at"),
         "tb_polling_manual_trigger_log" => {
@@ -96,23 +104,6 @@ fn active_model(input: &CleanupConfigInput) -> config::ActiveModel {
 
 #[async_trait]
 impl CleanupStore for PgCleanupStore {
-    async fn ensure_usage_partitions(&self, from: NaiveDate, months: u32) -> StoreResult<u32> {
-        let months = i32::try_from(months.clamp(1, 1200)).unwrap_or(1);
-        let row = self
-            .db
-            .query_one_raw(stmt(
-                "SELECT cmp_ensure_usage_partitions($1::date, $2::integer) AS n",
-                [from.into(), months.into()],
-            ))
-            .await
-            .map_err(db_err)?;
-        let created: i32 = match row {
-            Some(row) => col(&row, "n")?,
-            None => 0,
-        };
-        Ok(u32::try_from(created).unwrap_or(0))
-    }
-
     async fn list_configs(&self, page: Page) -> StoreResult<Paged<CleanupConfig>> {
         let q = config::Entity::find().order_by_asc(config::Column::Id);
         paged(&self.db, q, page, |m| Ok(convert::cleanup_config(m))).await
@@ -180,10 +171,50 @@ impl CleanupStore for PgCleanupStore {
         Ok(res.rows_affected())
     }
 
-    async fn start_log(&self, table: &str) -> StoreResult<CleanupLog> {
+    async fn table_exists(&self, table: &str) -> StoreResult<bool> {
+        cleanable(table)?;
+        partitions::table_exists(&self.db, table).await
+    }
+
+    async fn usage_partitions(&self) -> StoreResult<Vec<UsagePartition>> {
+        partitions::list(&self.db).await
+    }
+
+    async fn drop_usage_partition(&self, name: &str) -> StoreResult<()> {
+        partitions::detach_and_drop(&self.db, name).await
+    }
+
+    async fn ensure_usage_partitions(&self, from: NaiveDate, months: u32) -> StoreResult<u32> {
+        partitions::ensure(&self.db, from, months).await
+    }
+
+    async fn set_progress(&self, id: i64, rows_deleted: i64) -> StoreResult<()> {
+        log::Entity::update_many()
+            .col_expr(log::Column::RowsDeleted, Expr::value(rows_deleted))
+            .filter(log::Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn running(&self) -> StoreResult<Vec<CleanupLog>> {
+        Ok(log::Entity::find()
+            .filter(log::Column::Status.eq("running"))
+            .order_by_asc(log::Column::Id)
+            .all(&self.db)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(convert::cleanup_log)
+            .collect())
+    }
+
+    async fn start_log(&self, table: &str, run_id: Option<String>) -> StoreResult<CleanupLog> {
         cleanable(table)?;
         let model = log::ActiveModel {
             table_name: Set(table.to_owned()),
+            run_id: Set(run_id),
             ..Default::default()
         }
         .insert(&self.db)

@@ -162,8 +162,10 @@ pub(crate) fn alert_rule(m: polling_alert_rule::Model) -> StoreResult<AlertRule>
         rule: AlertRuleInput {
             task_type: parse_opt("task_type", m.task_type.as_deref())?,
             operator: parse("operator", &m.operator)?,
+            metric: parse("metric", &m.metric)?,
+            stop_reason: parse_opt("stop_reason", m.stop_reason.as_deref())?,
+            webhook_secret: Some(m.webhook_secret),
             name: m.name,
-            metric: m.metric,
             threshold: m.threshold,
             window_secs: m.window_secs,
             enabled: m.enabled,
@@ -183,6 +185,8 @@ pub(crate) fn alert_history(m: polling_alert_history::Model) -> AlertHistory {
         fired_at: m.fired_at,
         resolved_at: m.resolved_at,
         notified: m.notified,
+        notify_error: m.notify_error,
+        resolve_notified: m.resolve_notified,
     }
 }
 
@@ -209,6 +213,7 @@ pub(crate) fn cleanup_log(m: data_cleanup_log::Model) -> CleanupLog {
         finished_at: m.finished_at,
         status: m.status,
         error: m.error,
+        run_id: m.run_id,
     }
 }
 

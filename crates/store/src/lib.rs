@@ -26,12 +26,15 @@ mod card;
 mod card_admin;
 mod card_sql;
 mod cleanup;
+mod cleanup_partitions;
 mod config;
 mod convert;
 mod device;
 pub mod entity;
 mod error;
 mod manual_trigger;
+mod metrics_history;
+mod ops;
 mod package;
 mod package_sql;
 mod sql;
@@ -47,12 +50,14 @@ pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
 pub use error::db_err;
 pub use manual_trigger::PgManualTriggerLogStore;
+pub use metrics_history::PgMetricsHistoryStore;
+pub use ops::PgMonitoringStore;
 pub use package::PgPackageStore;
 
 use domain::StoreError;
 use domain::store::{
     AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CleanupStore, DeviceStore,
-    ManualTriggerLogStore, PackageStore, PollingConfigStore,
+    ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -80,6 +85,8 @@ pub struct Stores {
     pub cleanup: Arc<dyn CleanupStore>,
     pub manual_triggers: Arc<dyn ManualTriggerLogStore>,
     pub api_keys: Arc<dyn ApiKeyStore>,
+    pub monitoring: Arc<dyn MonitoringStore>,
+    pub metrics_history: Arc<dyn MetricsHistoryStore>,
     pub card_admin: Arc<dyn CardAdminStore>,
     pub admin_audit: Arc<dyn AdminAuditStore>,
 }
@@ -94,6 +101,8 @@ impl Stores {
             alerts: Arc::new(PgAlertStore::new(db.clone())),
             cleanup: Arc::new(PgCleanupStore::new(db.clone())),
             manual_triggers: Arc::new(PgManualTriggerLogStore::new(db.clone())),
+            monitoring: Arc::new(PgMonitoringStore::new(db.clone())),
+            metrics_history: Arc::new(PgMetricsHistoryStore::new(db.clone())),
             card_admin: Arc::new(PgCardAdminStore::new(db.clone())),
             admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),

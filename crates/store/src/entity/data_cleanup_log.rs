@@ -14,6 +14,8 @@ pub struct Model {
     /// `running` / `completed` / `failed`.
     pub status: String,
     pub error: Option<String>,
+    /// The run the row belongs to.
+    pub run_id: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -12,6 +12,8 @@ pub struct Model {
     pub fired_at: DateTimeUtc,
     pub resolved_at: Option<DateTimeUtc>,
     pub notified: bool,
+    pub notify_error: Option<String>,
+    pub resolve_notified: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

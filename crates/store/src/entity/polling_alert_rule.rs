@@ -17,6 +17,10 @@ pub struct Model {
     pub enabled: bool,
     pub webhook_url: Option<String>,
     pub cooldown_secs: i32,
+    /// Only for `stops_per_minute`.
+    pub stop_reason: Option<String>,
+    /// The HMAC-SHA256 key of the rule's webhooks.
+    pub webhook_secret: String,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

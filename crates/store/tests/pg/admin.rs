@@ -83,14 +83,16 @@ async fn polling_configs_round_trip() -> anyhow::Result<()> {
 fn rule(name: &str) -> AlertRuleInput {
     AlertRuleInput {
         name: name.into(),
-        metric: "queue_depth".into(),
+        metric: domain::AlertMetric::QueueDepth,
         task_type: Some(TaskType::Carddata),
+        stop_reason: None,
         operator: AlertOperator::Ge,
         threshold: dec!(1000.5),
         window_secs: 300,
         enabled: true,
         webhook_url: Some("http://hook.example/alert".into()),
         cooldown_secs: 600,
+        webhook_secret: Some("0123456789abcdef0123".into()),
     }
 }
 
@@ -118,12 +120,18 @@ async fn alert_rules_and_history_round_trip() -> anyhow::Result<()> {
     changed.operator = AlertOperator::Lt;
     assert_eq!(s.alerts.update_rule(r1.id, &changed).await?.rule, changed);
 
-    let fired = s.alerts.record_firing(r1.id, dec!(1200), true).await?;
+    let fired = s.alerts.record_firing(r1.id, dec!(1200), now()).await?;
     assert_eq!(
         (fired.value, fired.notified, fired.resolved_at),
-        (dec!(1200), true, None)
+        (dec!(1200), false, None)
     );
-    s.alerts.record_firing(r2.id, dec!(1), false).await?;
+    assert_eq!(
+        s.alerts.open_firing(r1.id).await?.map(|f| f.id),
+        Some(fired.id)
+    );
+    s.alerts.set_notified(fired.id, false, true, None).await?;
+    s.alerts.record_firing(r2.id, dec!(1), now()).await?;
+    assert_eq!(s.alerts.open_firings().await?.len(), 2);
     let at = now();
     assert_eq!(s.alerts.resolve(r1.id, at).await?, 1);
     assert_eq!(
@@ -134,6 +142,7 @@ async fn alert_rules_and_history_round_trip() -> anyhow::Result<()> {
     let h = s.alerts.history(Some(r1.id), Page::default()).await?;
     assert_eq!(h.total, 1);
     assert_eq!(h.items[0].resolved_at, Some(at));
+    assert!(h.items[0].notified, "the webhook outcome was recorded");
     assert_eq!(s.alerts.history(None, Page::default()).await?.total, 2);
 
     assert!(s.alerts.delete_rule(r1.id).await?);
@@ -153,6 +162,9 @@ async fn alert_rules_and_history_round_trip() -> anyhow::Result<()> {
 #[tokio::test]
 async fn cleanup_configs_logs_and_batched_deletes() -> anyhow::Result<()> {
     let (db, s) = setup().await?;
+    // Start from no config (migration 0002 seeds one per table).
+    sea_orm::ConnectionTrait::execute_unprepared(&db.conn, "DELETE FROM tb_data_cleanup_config")
+        .await?;
     let input = CleanupConfigInput {
         table_name: "tb_card_state_log".into(),
         retention_days: 30,
@@ -276,10 +288,13 @@ async fn cleanup_configs_logs_and_batched_deletes() -> anyhow::Result<()> {
         ));
     }
 
-    let log = s.cleanup.start_log("tb_card_state_log").await?;
+    let log = s.cleanup.start_log("tb_card_state_log", None).await?;
     assert_eq!((log.status.as_str(), log.finished_at), ("running", None));
     s.cleanup.finish_log(log.id, 3, None).await?;
-    let failed = s.cleanup.start_log("tb_data_usage_record").await?;
+    let failed = s
+        .cleanup
+        .start_log("tb_data_usage_record", Some("run-1".into()))
+        .await?;
     s.cleanup
         .finish_log(failed.id, 0, Some("boom".into()))
         .await?;

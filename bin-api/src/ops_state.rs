@@ -1,0 +1,90 @@
+//! The services of the admin API's part 2 (issue 14): monitoring, concurrency, alert rules, data
+//! cleanup and the metrics history, built once from the settings next to [`admin::Admin`].
+
+use admin::alerts::AlertService;
+use admin::cleanup::CleanupService;
+use admin::concurrency::{ConcurrencyService, default_max};
+use admin::history::HistoryService;
+use admin::monitoring::MonitoringService;
+use domain::Clock;
+use lifecycle::{CardInitializer, InitSettings};
+use polling_config::PollingConfigManager;
+use polling_queue::{
+    ConcurrencySemaphore, Keys, PollingQueueManager, RecentCounters, SemaphoreSettings,
+    SingletonLease, TaskCounters,
+};
+use settings::Settings;
+use std::sync::Arc;
+use store::Stores;
+
+/// Monitoring, concurrency, alerts, cleanup, history. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct OpsServices {
+    pub(crate) monitoring: MonitoringService,
+    pub(crate) concurrency: ConcurrencyService,
+    pub(crate) alerts: AlertService,
+    pub(crate) cleanup: CleanupService,
+    pub(crate) history: HistoryService,
+}
+
+/// What [`build`] needs.
+pub(crate) struct OpsParts<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) stores: &'a Stores,
+    pub(crate) redis: fred::clients::Pool,
+    pub(crate) keys: Keys,
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) configs: PollingConfigManager,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
+    let pools = &p.settings.pools;
+    // The worker's default, from the same settings and the same function.
+    let defaults = default_max([pools.realname, pools.carddata, pools.package, pools.protect]);
+    let semaphore = ConcurrencySemaphore::new(
+        p.redis.clone(),
+        p.keys.clone(),
+        SemaphoreSettings {
+            default_max: defaults,
+            lease: p.settings.lease,
+        },
+        p.clock.clone(),
+    );
+    let recent = RecentCounters::new(p.redis.clone(), p.keys.clone());
+    let initializer = CardInitializer::new(
+        p.stores.cards.clone(),
+        p.configs,
+        p.redis.clone(),
+        p.keys.clone(),
+        p.clock.clone(),
+        InitSettings {
+            shard_count: p.settings.shard_count,
+            ..InitSettings::default()
+        },
+    );
+    OpsServices {
+        monitoring: MonitoringService::new(
+            p.stores.monitoring.clone(),
+            p.queue.clone(),
+            TaskCounters::new(p.redis.clone(), p.keys.clone(), p.clock.clone()),
+            recent.clone(),
+            initializer,
+            p.clock.clone(),
+        ),
+        concurrency: ConcurrencyService::new(semaphore, defaults),
+        alerts: AlertService::new(p.stores.alerts.clone()),
+        cleanup: CleanupService::new(
+            p.stores.cleanup.clone(),
+            SingletonLease::new(p.redis.clone(), p.keys.clone()),
+            p.clock.clone(),
+        ),
+        history: HistoryService::new(
+            p.stores.metrics_history.clone(),
+            p.stores.monitoring.clone(),
+            p.queue,
+            recent,
+            p.clock,
+        ),
+    }
+}

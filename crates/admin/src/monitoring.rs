@@ -1,0 +1,293 @@
+//! Monitoring (`GET /polling-stats*`): what an operator of ten million cards looks at, at the
+//! cost of O(shards) Redis round trips and no scan of the card table.
+//!
+//! * Card counts come from [`MonitoringStore::fleet_counts`]: the planner's statistics
+//!   (`pg_class.reltuples`, `pg_stats`) on a large table, an exact count on a small one; the
+//!   answer's `cards.source` says which.
+//! * Queue figures are read per shard in one pipeline each (`ZCARD`, `ZCOUNT`, lowest score); a
+//!   failing shard is skipped, named in `missing_shards` and warned about with the seed's text.
+//! * Rates come from the per-minute counters the handlers keep (`polling:stats:{type}:minutes:*`).
+
+use crate::AdminError;
+use chrono::{DateTime, Utc};
+use domain::store::MonitoringStore;
+use domain::{Clock, FleetCounts, TaskType};
+use lifecycle::CardInitializer;
+use polling_queue::{
+    PollingQueueManager, QueueSummary, RecentCounters, ShardQueueStats, TaskCounters, quantile_ms,
+};
+use serde::Serialize;
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+/// Minutes the rates of `GET /polling-stats` are computed over.
+pub const RATE_WINDOW_MINUTES: u32 = 5;
+
+/// The overview.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PollingStats {
+    pub cards: FleetCounts,
+    pub task_types: Vec<TaskTypeStats>,
+    pub initializer: InitProgressView,
+    /// One line per shard that could not be read (`分片 X 队列深度查询失败`).
+    pub warnings: Vec<String>,
+    pub generated_at: DateTime<Utc>,
+}
+
+/// The overview of one task type.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TaskTypeStats {
+    pub task_type: TaskType,
+    /// Sum of every readable shard's `ZCARD`.
+    pub total_depth: u64,
+    pub due_backlog: u64,
+    pub oldest_due_age_secs: u64,
+    pub missing_shards: Vec<u32>,
+    /// Polls (success + failure) per minute over the last [`RATE_WINDOW_MINUTES`] whole minutes.
+    pub polls_per_minute: f64,
+    /// Failures / polls over the same minutes (0 when nothing ran).
+    pub failure_rate: f64,
+    pub rate_window_minutes: u32,
+}
+
+/// Per shard queues of one task type.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TaskQueues {
+    pub task_type: TaskType,
+    pub summary: QueueTotals,
+    pub shards: Vec<ShardQueue>,
+}
+
+/// One shard queue of one task type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ShardQueue {
+    pub shard: u32,
+    /// `ZCARD`: due, future and leased entries.
+    pub depth: u64,
+    /// Entries due now (score <= now).
+    pub due: u64,
+    /// Seconds since the oldest due entry came due (0 when none is due).
+    pub oldest_due_age_secs: u64,
+    /// Why the shard could not be read (its figures are then 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The shards of one task type added up; unreadable shards skipped and named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct QueueTotals {
+    pub depth: u64,
+    pub due: u64,
+    pub oldest_due_age_secs: u64,
+    pub missing_shards: Vec<u32>,
+    /// `分片 X 队列深度查询失败`, one per missing shard.
+    pub warnings: Vec<String>,
+}
+
+impl From<ShardQueueStats> for ShardQueue {
+    fn from(s: ShardQueueStats) -> Self {
+        ShardQueue {
+            shard: s.shard,
+            depth: s.depth,
+            due: s.due,
+            oldest_due_age_secs: s.oldest_due_age_secs,
+            error: s.error,
+        }
+    }
+}
+
+impl From<QueueSummary> for QueueTotals {
+    fn from(s: QueueSummary) -> Self {
+        QueueTotals {
+            depth: s.depth,
+            due: s.due,
+            oldest_due_age_secs: s.oldest_due_age_secs,
+            missing_shards: s.missing_shards,
+            warnings: s.warnings,
+        }
+    }
+}
+
+/// Run counters of one task type since the counters were last reset.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TaskRunStats {
+    pub task_type: TaskType,
+    pub success: u64,
+    pub failure: u64,
+    pub requeued: u64,
+    pub mean_duration_ms: f64,
+    /// Upper bound of the histogram bucket holding the 95th percentile (`null` when no run).
+    pub p95_duration_ms: Option<u64>,
+}
+
+/// `polling:init:progress`, decoded.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct InitProgressView {
+    /// `never_run`, `running`, `completed` or `failed`.
+    pub status: String,
+    pub total: u64,
+    pub processed: u64,
+    pub unmatched: u64,
+    pub added: u64,
+    /// processed / total, 0..1.
+    pub fraction: f64,
+    pub shard_count: Option<u32>,
+    pub shards: Vec<u64>,
+    pub mode: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+}
+
+/// The monitoring service; cheap to clone.
+#[derive(Clone)]
+pub struct MonitoringService {
+    pub(crate) store: Arc<dyn MonitoringStore>,
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) counters: TaskCounters,
+    pub(crate) recent: RecentCounters,
+    pub(crate) initializer: CardInitializer,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+fn internal(e: impl std::fmt::Display) -> AdminError {
+    AdminError::Internal(e.to_string())
+}
+
+impl MonitoringService {
+    pub fn new(
+        store: Arc<dyn MonitoringStore>,
+        queue: PollingQueueManager,
+        counters: TaskCounters,
+        recent: RecentCounters,
+        initializer: CardInitializer,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            queue,
+            counters,
+            recent,
+            initializer,
+            clock,
+        }
+    }
+
+    /// `GET /polling-stats`.
+    pub async fn polling_stats(&self) -> Result<PollingStats, AdminError> {
+        let now = self.clock.now();
+        let per_type = TaskType::ALL.map(|task| self.type_stats(task, now));
+        let (cards, types, initializer) = tokio::join!(
+            self.store.fleet_counts(),
+            futures::future::join_all(per_type),
+            self.init_progress()
+        );
+        let mut task_types = Vec::new();
+        let mut warnings = Vec::new();
+        for res in types {
+            let (stats, w) = res?;
+            task_types.push(stats);
+            warnings.extend(w);
+        }
+        Ok(PollingStats {
+            cards: cards?,
+            task_types,
+            initializer: initializer?,
+            warnings,
+            generated_at: now,
+        })
+    }
+
+    async fn type_stats(
+        &self,
+        task: TaskType,
+        now: DateTime<Utc>,
+    ) -> Result<(TaskTypeStats, Vec<String>), AdminError> {
+        let (summary, minutes) = tokio::join!(
+            self.queue.queue_summary(task),
+            self.recent.task_minutes(task, now, RATE_WINDOW_MINUTES)
+        );
+        let minutes = minutes.map_err(internal)?;
+        let (polls, failures) = minutes.iter().fold((0u64, 0u64), |(p, f), (_, c)| {
+            (p + c.polls(), f + c.failure)
+        });
+        let stats = TaskTypeStats {
+            task_type: task,
+            total_depth: summary.depth,
+            due_backlog: summary.due,
+            oldest_due_age_secs: summary.oldest_due_age_secs,
+            missing_shards: summary.missing_shards,
+            polls_per_minute: polls as f64 / f64::from(RATE_WINDOW_MINUTES),
+            failure_rate: if polls == 0 {
+                0.0
+            } else {
+                failures as f64 / polls as f64
+            },
+            rate_window_minutes: RATE_WINDOW_MINUTES,
+        };
+        Ok((stats, summary.warnings))
+    }
+
+    /// `GET /polling-stats/queues`.
+    pub async fn queues(&self) -> Vec<TaskQueues> {
+        let reads = TaskType::ALL.map(|task| async move {
+            let shards = self.queue.shard_queue_stats(task).await;
+            TaskQueues {
+                task_type: task,
+                summary: QueueSummary::of(&shards).into(),
+                shards: shards.into_iter().map(Into::into).collect(),
+            }
+        });
+        futures::future::join_all(reads).await
+    }
+
+    /// `GET /polling-stats/tasks`.
+    pub async fn tasks(&self) -> Result<Vec<TaskRunStats>, AdminError> {
+        let mut out = Vec::new();
+        for task in TaskType::ALL {
+            let (stats, histogram) =
+                tokio::join!(self.counters.read(task), self.recent.histogram(task));
+            let (stats, histogram) = (stats.map_err(internal)?, histogram.map_err(internal)?);
+            out.push(TaskRunStats {
+                task_type: task,
+                success: stats.success,
+                failure: stats.failure,
+                requeued: stats.requeued_full,
+                mean_duration_ms: stats.mean_duration_ms(),
+                p95_duration_ms: quantile_ms(&histogram, 0.95),
+            });
+        }
+        Ok(out)
+    }
+
+    /// `GET /polling-stats/init-progress`.
+    pub async fn init_progress(&self) -> Result<InitProgressView, AdminError> {
+        let Some(p) = self.initializer.progress().await.map_err(internal)? else {
+            return Ok(InitProgressView {
+                status: "never_run".into(),
+                ..InitProgressView::default()
+            });
+        };
+        Ok(InitProgressView {
+            status: p
+                .status
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_else(|| "never_run".into()),
+            fraction: if p.total == 0 {
+                0.0
+            } else {
+                (p.processed as f64 / p.total as f64).min(1.0)
+            },
+            total: p.total,
+            processed: p.processed,
+            unmatched: p.unmatched,
+            added: p.added,
+            shard_count: p.shard_count,
+            shards: p.shards,
+            mode: p.mode,
+            started_at: p.started_at,
+            finished_at: p.finished_at,
+            error: p.error,
+        })
+    }
+}
