@@ -46,7 +46,7 @@ if [ -z "$url" ] || [ -z "$key" ]; then
     prefix="fuzz$$:"
     sim_addr=127.0.0.1:27070
     api_addr=127.0.0.1:28080
-    cargo build --quiet -p cmp-api -p gateway --bins
+    cargo build --quiet -p cmp-api -p gateway-sim --bins
     bin=${CARGO_TARGET_DIR:-target}/debug
     psql "$admin_url" -q -c "CREATE DATABASE $own_db"
     export CMP_DATABASE_URL=${admin_url%/*}/$own_db

@@ -17,7 +17,7 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
 
     // Every card polled for each scheduled type (the protect poll of a standalone card asks
     // the carrier nothing, so it is counted on the queue: nothing left due).
-    let all = eventually(Duration::from_secs(90), || async {
+    let all = eventually(Duration::from_secs(240), || async {
         Ok(polled_at_least(&w, 1) == 2_000
             && w.sim_calls("realname") >= 2_000
             && w.sim_calls("packages") >= 2_000
@@ -47,7 +47,7 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
         )
         .map_err(anyhow::Error::msg)?;
     w.queue.enqueue_manual(card, TaskType::Carddata).await?;
-    let stopped = eventually(Duration::from_secs(20), || async {
+    let stopped = eventually(Duration::from_secs(60), || async {
         Ok(w.stores
             .cards
             .get(card)
@@ -67,7 +67,7 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
         .usage_queries;
     w.queue.enqueue_manual(card, TaskType::Carddata).await?;
     assert!(
-        eventually(Duration::from_secs(20), || async {
+        eventually(Duration::from_secs(60), || async {
             Ok(w.sim
                 .state()
                 .card(&iccid(0))
@@ -97,7 +97,7 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
         ))
         .await?;
     w.queue.enqueue_manual(card, TaskType::Package).await?;
-    let resumed = eventually(Duration::from_secs(20), || async {
+    let resumed = eventually(Duration::from_secs(60), || async {
         Ok(w.stores
             .cards
             .get(card)
@@ -126,7 +126,7 @@ async fn a_manual_trigger_is_handled_within_two_ticks() -> anyhow::Result<()> {
     let w = world(50, 3_600, 1).await?;
     let mut worker = spawn_worker(&w, &[("CMP_SCHEDULER_TICK_MS", "500")])?;
     // The initializer spreads the first round over the hour; wait until it ran.
-    assert!(eventually(Duration::from_secs(20), || async { all_queued(&w).await }).await?);
+    assert!(eventually(Duration::from_secs(60), || async { all_queued(&w).await }).await?);
     let card = w.cards[7];
     let before = w
         .sim

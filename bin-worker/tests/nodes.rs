@@ -48,7 +48,7 @@ async fn a_killed_worker_loses_no_card() -> anyhow::Result<()> {
         ("CMP_GATEWAY_TIMEOUT_MS", "10000"),
     ];
     let mut first = spawn_worker(&w, &lease)?;
-    let leased = eventually(Duration::from_secs(20), || async {
+    let leased = eventually(Duration::from_secs(60), || async {
         let due_later = w
             .queue
             .get_total_queue_depth(TaskType::Carddata)
@@ -80,7 +80,7 @@ async fn a_killed_worker_loses_no_card() -> anyhow::Result<()> {
         .collect();
     let mut second = spawn_worker(&w, &lease)?;
     // The leases (4 s) end and every card comes due again by itself: nobody rescheduled it.
-    let all_again = eventually(Duration::from_secs(60), || async {
+    let all_again = eventually(Duration::from_secs(180), || async {
         Ok((0..w.cards.len())
             .all(|i| w.sim.state().card(&iccid(i)).map_or(0, |c| c.usage_queries) > before[i]))
     })
