@@ -14,6 +14,7 @@ mod pagination;
 mod routes;
 #[cfg(test)]
 mod tests;
+mod ui;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};

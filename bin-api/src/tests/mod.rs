@@ -9,6 +9,7 @@ mod configs;
 mod devices;
 mod foundation;
 mod manual;
+mod ui;
 
 use crate::app::{AppState, app};
 use crate::keys::hash_key;
