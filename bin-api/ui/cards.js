@@ -33,7 +33,7 @@
         ['#', function (c) { return h('a', { href: '#/card/' + c.id }, String(c.id)); }],
         [t('iccid'), function (c) { return h('a', { href: '#/card/' + c.id, 'data-iccid': c.iccid }, c.iccid); }],
         [t('msisdn'), function (c) { return c.msisdn || '–'; }],
-        [t('network_status'), function (c) { return c.network_status; }],
+        [t('network_status'), function (c) { return CMP.net(c.network_status); }],
         [t('stop_reason'), function (c) { return c.stop_reason || '–'; }],
         [t('device_id'), function (c) { return c.device_id || '–'; }],
         [t('enable_polling'), function (c) { return t(c.enable_polling ? 'yes' : 'no'); }],
@@ -60,9 +60,9 @@
     const d = ex.decision, rn = ex.real_name, pr = ex.protect;
     const kv = function (k, v) { return h('tr', null, h('th', null, k), h('td', null, v)); };
     return CMP.panel(t('evidence'), h('table', null, h('tbody', null,
-      kv(t('network_status'), d.network_status + (d.stop_reason ? ' (' + d.stop_reason + ')' : '')),
+      kv(t('network_status'), CMP.net(d.network_status) + (d.stop_reason ? ' (' + d.stop_reason + ')' : '')),
       kv(t('explain'), d.action + (d.reason ? ': ' + d.reason : '') + (d.manual_stop ? ' · ' + t('manual') : '')),
-      kv(t('real_name'), rn.real_name_status + ' · ' + rn.card_category + ' · ' + t(rn.satisfied ? 'yes' : 'no')),
+      kv(t('real_name'), CMP.realName(rn.real_name_status) + ' · ' + rn.card_category + ' · ' + t(rn.satisfied ? 'yes' : 'no')),
       kv(t('protect'), pr.device_id ? '#' + pr.device_id + ' stop ' + (pr.stop_ttl_secs === null ? '–' : I18N.secs(pr.stop_ttl_secs)) +
         ' · start ' + (pr.start_ttl_secs === null ? '–' : I18N.secs(pr.start_ttl_secs)) : '–'),
       kv(t('matched_config'), ex.config ? '#' + ex.config.id + ' ' + ex.config.name : t('none')))));
@@ -84,7 +84,7 @@
     const c = ex.card;
     return CMP.panel(t('actions'), h('div', { class: 'row' },
       act(t('poll_now'), 'poll', 'POST', '/polling-manual-trigger/single', { card_id: id }),
-      c.network_status === 'online'
+      c.network_status === 1
         ? act(t('stop'), 'stop', 'POST', '/cards/' + id + '/stop', undefined, true)
         : act(t('start'), 'start', 'POST', '/cards/' + id + '/start'),
       act(t(c.enable_polling ? 'disable_polling' : 'enable_polling'), 'polling', 'PATCH',
@@ -115,7 +115,7 @@
         CMP.panel(t('would_change'), h('ul', null, e.would_change.map(function (w) { return h('li', null, w); })))),
       CMP.panel(t('timeline'), changes.length === 0 ? h('p', { class: 'muted' }, t('none')) : CMP.table([
         [t('when'), function (l) { return I18N.date(l.created_at); }],
-        [t('status'), function (l) { return l.from_status + ' → ' + l.to_status; }],
+        [t('status'), function (l) { return CMP.net(l.from_status) + ' → ' + CMP.net(l.to_status); }],
         [t('stop_reason'), function (l) { return l.stop_reason || '–'; }],
         [t('trigger'), function (l) { return l.trigger; }],
         [t('outcome'), function (l) { return typeof l.gateway_outcome === 'string' ? l.gateway_outcome : JSON.stringify(l.gateway_outcome); }],

@@ -65,6 +65,9 @@
         return h('tr', null, cols.map(function (c) { return h('td', { class: c[2] ? 'num' : null }, c[1](r)); }));
       })));
   };
+  // network_status and real_name_status are 0/1 on the wire.
+  CMP.net = function (v) { return t(v === 1 ? 'online' : 'stopped'); };
+  CMP.realName = function (v) { return t(v === 1 ? 'verified' : 'not_verified'); };
   CMP.showError = function (msg) {
     const el = document.getElementById('error');
     el.textContent = msg || '';

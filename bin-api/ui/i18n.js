@@ -23,7 +23,7 @@
     network_status: 'Network', stop_reason: 'Stop reason', carrier: 'Carrier', category: 'Category',
     real_name: 'Real name', card: 'Card', explain: 'Why', evidence: 'Evidence',
     packages: 'Packages', used: 'used', limit: 'limit', unlimited: 'unlimited', valid: 'valid',
-    exhausted: 'exhausted', protect: 'Protect', next_due: 'Next due', scheduled: 'scheduled',
+    exhausted: 'exhausted', protect: 'Protect', next_due: 'Next due', scheduled: 'Scheduled',
     manual: 'manual', not_queued: 'not queued', would_change: 'What would change it',
     timeline: 'State changes', trigger: 'Trigger', outcome: 'Gateway', when: 'When',
     actions: 'Actions', poll_now: 'Poll now', stop: 'Stop', start: 'Start',
@@ -41,7 +41,7 @@
     run_cleanup: 'Run cleanup', progress: 'Progress', logs: 'Logs', started: 'Started',
     finished: 'Finished', rows_deleted: 'Rows deleted', who: 'Who', method: 'Method', route: 'Route',
     path: 'Path', target: 'Target', admin_only: 'Admin keys only', refreshed: 'Updated',
-    count: 'Count', scope: 'Scope', viewer_note: 'Read-only key: write controls are hidden.',
+    count: 'Count', scope: 'Scope', verified: 'verified', not_verified: 'not verified', viewer_note: 'Read-only key: write controls are hidden.',
   };
   const zh = {
     brand: 'CMP 轮询', pause: '暂停', resume: '继续', logout: '退出',
@@ -83,7 +83,7 @@
     run_cleanup: '执行清理', progress: '进度', logs: '日志', started: '开始',
     finished: '结束', rows_deleted: '删除行数', who: '操作人', method: '方法', route: '路由',
     path: '路径', target: '对象', admin_only: '仅管理员密钥', refreshed: '更新于',
-    count: '数量', scope: '范围', viewer_note: '只读密钥：已隐藏写操作。',
+    count: '数量', scope: '范围', verified: '已实名', not_verified: '未实名', viewer_note: '只读密钥：已隐藏写操作。',
   };
   const dicts = { en: en, 'zh-CN': zh };
   const pick = function () {
