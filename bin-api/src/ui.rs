@@ -18,7 +18,11 @@ const INDEX: &str = include_str!("../ui/index.html");
 
 /// The assets under `/ui/`: name, content type, body.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("style.css", "text/css; charset=utf-8", include_str!("../ui/style.css")),
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("../ui/style.css"),
+    ),
     ("i18n.js", JS, include_str!("../ui/i18n.js")),
     ("core.js", JS, include_str!("../ui/core.js")),
     ("chart.js", JS, include_str!("../ui/chart.js")),
@@ -95,7 +99,11 @@ mod tests {
 
     #[test]
     fn no_asset_names_an_external_url() {
-        assert!(external_urls(INDEX).is_empty(), "{:?}", external_urls(INDEX));
+        assert!(
+            external_urls(INDEX).is_empty(),
+            "{:?}",
+            external_urls(INDEX)
+        );
         for (name, _, body) in ASSETS {
             let found = external_urls(body);
             assert!(found.is_empty(), "{name}: {found:?}");

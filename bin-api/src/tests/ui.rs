@@ -31,7 +31,11 @@ async fn the_dashboard_and_its_assets_are_served_without_a_key() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(ct, "text/html; charset=utf-8");
     assert!(page.contains("<html") && page.contains("/ui/app.js"));
-    assert!(absolute_urls(&page).is_empty(), "{:?}", absolute_urls(&page));
+    assert!(
+        absolute_urls(&page).is_empty(),
+        "{:?}",
+        absolute_urls(&page)
+    );
 
     let mut assets = 0;
     for src in page.split("\"/ui/").skip(1) {
@@ -45,7 +49,11 @@ async fn the_dashboard_and_its_assets_are_served_without_a_key() {
         };
         assert_eq!(ct, want, "{name}");
         assert!(!body.is_empty(), "{name}");
-        assert!(absolute_urls(&body).is_empty(), "{name}: {:?}", absolute_urls(&body));
+        assert!(
+            absolute_urls(&body).is_empty(),
+            "{name}: {:?}",
+            absolute_urls(&body)
+        );
         assets += 1;
     }
     assert!(assets >= 5, "only {assets} assets linked");
