@@ -27,7 +27,7 @@ done
     echo "ui-test: /usr/bin/chromium is required (apt-get install -y chromium)" >&2; exit 1; }
 
 echo "ui-test: building gateway-sim, cmp-worker and cmp-api"
-cargo build --quiet -p gateway-sim -p cmp-worker -p cmp-api
+cargo build --quiet --bin gateway-sim --bin cmp-worker --bin cmp-api
 bin=${CARGO_TARGET_DIR:-$root/target}/debug
 
 if [ ! -d bin-api/ui-tests/node_modules/playwright-core ]; then
