@@ -94,6 +94,6 @@ sleep "${CMP_UI_WARMUP_SECS:-8}"
 
 echo "ui-test: running the browser test against http://$api_addr"
 rm -rf "$shots"
-CMP_UI_URL=http://$api_addr CMP_UI_ADMIN_KEY=$admin_key CMP_UI_VIEWER_KEY=$viewer_key CMP_UI_SHOTS=$shots \
+CMP_UI_WORKER_METRICS=http://$worker_addr/metrics CMP_UI_URL=http://$api_addr CMP_UI_ADMIN_KEY=$admin_key CMP_UI_VIEWER_KEY=$viewer_key CMP_UI_SHOTS=$shots \
     timeout 300 node bin-api/ui-tests/dashboard.test.mjs
 echo "ui-test: passed; screenshots in $shots"

@@ -1,7 +1,8 @@
 // Browser test of the dashboard in headless Chromium (Debian's /usr/bin/chromium; Playwright
 // never downloads a browser). scripts/ui-test.sh starts gateway-sim, cmp-worker and cmp-api on
 // a seeded fleet and runs this with:
-//   CMP_UI_URL, CMP_UI_ADMIN_KEY, CMP_UI_VIEWER_KEY, CMP_UI_SHOTS (screenshot folder)
+//   CMP_UI_URL, CMP_UI_ADMIN_KEY, CMP_UI_VIEWER_KEY, CMP_UI_SHOTS (screenshot folder) and
+//   CMP_UI_WORKER_METRICS (the worker's /metrics: "poll now" must move its manual dequeues)
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -28,6 +29,12 @@ async function api(method, path, key, body) {
   return { status: res.status, data: text ? JSON.parse(text) : null };
 }
 const en = (n) => new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }).format(n);
+// Cards the worker took from the manual lists so far (cmp_dequeued_total{source="manual"}).
+async function manualDequeued() {
+  const text = await (await fetch(process.env.CMP_UI_WORKER_METRICS)).text();
+  return text.split('\n').filter((l) => l.startsWith('cmp_dequeued_total{') && l.includes('source="manual"'))
+    .reduce((sum, l) => sum + Number(l.trim().split(/\s+/).pop()), 0);
+}
 const step = (name) => console.log('ui test: ' + name);
 
 const profile = mkdtempSync(join(tmpdir(), 'cmp-ui-chromium-'));
@@ -56,6 +63,8 @@ try {
   await page.goto(base + '/');
   await page.evaluate(() => localStorage.setItem('cmp.lang', 'en'));
   await page.reload();
+  await page.waitForSelector('#key');
+  await shot('login');
   await page.fill('#key', adminKey);
   await page.click('#login');
   await page.waitForSelector('[data-stat="cards"]');
@@ -99,13 +108,23 @@ try {
   assert.ok(summary.startsWith(state), `summary "${summary}" names "${state}"`);
   await shot('card');
 
-  step('poll now as admin moves the manual trigger log');
+  step('poll now as admin moves the manual trigger log and the worker polls the card');
   const before = await api('GET', '/polling-manual-trigger/logs?page_size=1', adminKey);
+  const dequeuedBefore = process.env.CMP_UI_WORKER_METRICS ? await manualDequeued() : 0;
   await page.click('[data-action="poll"]');
   await page.waitForSelector('#action-result.ok');
   const after = await api('GET', '/polling-manual-trigger/logs?page_size=1', adminKey);
   assert.equal(after.data.total, before.data.total + 1);
   assert.equal(after.data.items[0].scope.card_id ?? card.id, card.id);
+  if (process.env.CMP_UI_WORKER_METRICS) {
+    const want = dequeuedBefore + after.data.items[0].task_types.length;
+    let now = dequeuedBefore;
+    for (let i = 0; i < 60 && now < want; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      now = await manualDequeued();
+    }
+    assert.ok(now >= want, `the worker took ${now - dequeuedBefore} manual entries, want ${want - dequeuedBefore}`);
+  }
 
   step('a config dry run reports the counts of the API');
   await go('#/configs', 'h1');

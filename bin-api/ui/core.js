@@ -61,9 +61,13 @@
       h('thead', null, h('tr', null, cols.map(function (c) {
         return h('th', { class: c[2] ? 'num' : null }, c[0]);
       }))),
-      h('tbody', null, rows.map(function (r) {
-        return h('tr', null, cols.map(function (c) { return h('td', { class: c[2] ? 'num' : null }, c[1](r)); }));
-      })));
+      h('tbody', null, rows.length === 0
+        ? h('tr', null, h('td', { class: 'muted', colspan: cols.length }, t('none')))
+        : rows.map(function (r) {
+          return h('tr', null, cols.map(function (c) {
+            return h('td', { class: c[2] ? 'num' : null }, c[1](r));
+          }));
+        })));
   };
   // network_status and real_name_status are 0/1 on the wire.
   CMP.net = function (v) { return t(v === 1 ? 'online' : 'stopped'); };
