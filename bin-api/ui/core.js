@@ -9,7 +9,10 @@
 
   // Calls an /api/admin route; resolves {status, data}; never throws on an HTTP status.
   CMP.api = async function (method, path, body) {
-    const headers = { Authorization: 'Bearer ' + CMP.key() };
+    // A call still running from before a log-out must not log the next key out again.
+    const key = CMP.key();
+    if (!key) return { status: 401, data: null };
+    const headers = { Authorization: 'Bearer ' + key };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(path.startsWith('/ui/') ? path : '/api/admin' + path, {
       method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body),
@@ -17,7 +20,7 @@
     let data = null;
     const text = await res.text();
     if (text) { try { data = JSON.parse(text); } catch (e) { data = text; } }
-    if (res.status === 401 && path !== '/ui/session') { CMP.logout(); }
+    if (res.status === 401 && path !== '/ui/session' && CMP.key() === key) { CMP.logout(); }
     return { status: res.status, data: data };
   };
   CMP.get = function (path) { return CMP.api('GET', path); };
@@ -89,10 +92,16 @@
   };
 
   CMP.logout = function () {
+    if (!CMP.key() && !CMP.session) return;
     sessionStorage.removeItem('cmp.key');
     CMP.session = null;
-    location.hash = '#/login';
-    CMP.route();
+    CMP.go('#/login');
+  };
+  // Shows `hash`: the hashchange event renders it, or a render now when it is already shown
+  // (one render only, so a form being filled is never replaced under the user).
+  CMP.go = function (hash) {
+    if (location.hash !== hash) location.hash = hash;
+    else CMP.route();
   };
 
   CMP.route = async function () {
