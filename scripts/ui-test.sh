@@ -7,7 +7,9 @@
 #   CMP_UI_ADMIN_URL  PostgreSQL URL allowed to create databases (default postgres://postgres@127.0.0.1:5432/postgres)
 #   CMP_UI_REDIS_URL  (default redis://127.0.0.1:6379)
 #   CMP_UI_CARDS      (default 200)
-# Needs psql, redis-cli, curl, python3, node + npm and /usr/bin/chromium (apt-get install chromium).
+# Needs psql, redis-cli, curl, python3, node + npm and /usr/bin/chromium (apt-get install chromium);
+# fonts-wqy-microhei (or any CJK font) only makes the 中文 screenshot readable. npm ci fetches
+# playwright-core (one package, no browser) from the npm registry the first time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
