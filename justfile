@@ -64,6 +64,11 @@ build:
 demo *args:
     scripts/demo.sh {{args}}
 
+# The dashboard's browser test in headless Chromium (needs node, npm and /usr/bin/chromium):
+# real gateway-sim, cmp-worker and cmp-api on a seeded fleet; screenshots in target/ui-screenshots/.
+ui-test:
+    scripts/ui-test.sh
+
 # Property-based run of schemathesis against cmp-api (its own, or CMP_FUZZ_URL + CMP_FUZZ_KEY):
 # no 5xx, every answer as /api/openapi.json documents. CMP_FUZZ_EXAMPLES, CMP_FUZZ_SECS bound it.
 api-fuzz:

@@ -70,7 +70,10 @@ echo "demo: seeding $cards cards into PostgreSQL and gateway-sim"
 pids+=($!)
 "$bin/cmp-api" serve >"$logs/api.log" 2>&1 &
 pids+=($!)
+viewer_key=$("$bin/cmp-api" keys create --name demo-viewer --role viewer 2>>"$logs/keys.log" | tail -n 1)
+admin_key=$("$bin/cmp-api" keys create --name demo-admin --role admin 2>>"$logs/keys.log" | tail -n 1)
 echo "demo: worker metrics http://$worker_addr/metrics, API http://$api_addr, logs in $logs"
+echo "demo: dashboard http://$api_addr/  viewer key $viewer_key  admin key $admin_key"
 echo "demo: Ctrl-C to stop"
 
 metric() { # name, label filter -> summed value

@@ -1,10 +1,10 @@
 //! [`AppState`] and the router: `/api/admin/*` behind the guard, the OpenAPI document and its
-//! docs page, the health endpoints; every error answered as problem+json.
+//! docs page, the dashboard (`/`, `/ui/*`), the health endpoints; every error answered as problem+json.
 
 use crate::auth::Authenticator;
 use crate::error::{PROBLEM_JSON, Problem};
 use crate::guard::{PREFIX, guard};
-use crate::{openapi, routes};
+use crate::{openapi, routes, ui};
 use admin::Admin;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
@@ -47,8 +47,9 @@ pub(crate) fn admin_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi
 
 /// The whole application: admin routes, documents, `extra` (health and metrics), fallbacks.
 pub(crate) fn app(state: AppState, extra: Router) -> Router {
-    let (admin, api) = admin_routes(state);
+    let (admin, api) = admin_routes(state.clone());
     admin
+        .merge(ui::router(state))
         .merge(SwaggerUi::new("/api/docs").url("/api/openapi.json", api))
         .merge(extra)
         .fallback(|| async { Problem::of_status(StatusCode::NOT_FOUND) })

@@ -15,6 +15,7 @@ mod pagination;
 mod routes;
 #[cfg(test)]
 mod tests;
+mod ui;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};

@@ -11,6 +11,7 @@ mod foundation;
 mod manual;
 mod ops_alerts;
 mod ops_monitoring;
+mod ui;
 
 use crate::app::{AppState, app};
 use crate::keys::hash_key;

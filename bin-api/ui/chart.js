@@ -1,0 +1,58 @@
+// Small SVG charts drawn by hand (no library): a line chart of several series over time, and
+// the colour scale of the queue heat map.
+(function () {
+  'use strict';
+  const h = CMP.h;
+  const COLORS = ['#1f6feb', '#c0362c', '#2a7d3f', '#b26b00', '#7b3fb2', '#0a8f99'];
+
+  // series: [{label, points: [[Date, number], ...]}]
+  CMP.lineChart = function (series, opts) {
+    opts = opts || {};
+    const W = 800, H = 180, L = 52, R = 8, T = 8, B = 22;
+    const all = [];
+    series.forEach(function (s) { s.points.forEach(function (p) { all.push(p); }); });
+    const box = h('div', null);
+    if (all.length === 0) return h('p', { class: 'na' }, I18N.t('no_history'));
+    let x0 = Math.min.apply(null, all.map(function (p) { return +p[0]; }));
+    let x1 = Math.max.apply(null, all.map(function (p) { return +p[0]; }));
+    if (x1 === x0) { x0 -= 60000; x1 += 60000; }
+    const ymax = Math.max(1, Math.max.apply(null, all.map(function (p) { return p[1]; })));
+    const sx = function (x) { return L + ((+x - x0) / (x1 - x0)) * (W - L - R); };
+    const sy = function (y) { return T + (1 - y / ymax) * (H - T - B); };
+    const svg = h('svg', { class: 'chart', viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none',
+      role: 'img', 'aria-label': opts.title || '' });
+    [0, 0.5, 1].forEach(function (f) {
+      const y = sy(ymax * f);
+      svg.appendChild(h('line', { x1: L, x2: W - R, y1: y, y2: y, stroke: '#e4e8ee' }));
+      svg.appendChild(h('text', { x: L - 4, y: y + 3, 'text-anchor': 'end' }, I18N.num(ymax * f, 1)));
+    });
+    const span = x1 - x0;
+    const fmt = new Intl.DateTimeFormat(I18N.lang, span > 40 * 86400e3
+      ? { year: 'numeric', month: 'short' }
+      : span > 2 * 86400e3 ? { month: 'short', day: 'numeric' } : { hour: '2-digit', minute: '2-digit' });
+    [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
+      const x = x0 + f * span;
+      svg.appendChild(h('text', { x: sx(x), y: H - 6, 'text-anchor': f === 0 ? 'start' : f === 1 ? 'end' : 'middle' },
+        fmt.format(new Date(x))));
+    });
+    series.forEach(function (s, i) {
+      const d = s.points.map(function (p) { return sx(p[0]).toFixed(1) + ',' + sy(p[1]).toFixed(1); }).join(' ');
+      svg.appendChild(h('polyline', { points: d, fill: 'none', stroke: COLORS[i % COLORS.length],
+        'stroke-width': 1.6 }));
+    });
+    box.appendChild(svg);
+    box.appendChild(h('div', { class: 'legend' }, series.map(function (s, i) {
+      const sw = h('i', null);
+      sw.style.background = COLORS[i % COLORS.length];
+      return h('span', null, sw, s.label);
+    })));
+    return box;
+  };
+
+  // The heat map cell colour: white at 0, deep blue at max.
+  CMP.heat = function (v, max) {
+    const f = max > 0 ? Math.min(1, v / max) : 0;
+    const mix = function (a, b) { return Math.round(a + (b - a) * f); };
+    return 'rgb(' + mix(255, 31) + ',' + mix(255, 111) + ',' + mix(255, 235) + ')';
+  };
+})();
