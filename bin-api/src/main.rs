@@ -79,7 +79,12 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .spawn_refresher(shutdown.clone())
         .await
         .context("subscribe to polling config changes")?;
-    let health = ops::health_router(ops::Readiness { db, redis }, metrics);
+    let keys = polling_queue::Keys::new(settings.redis_key_prefix.clone());
+    let probe_redis = redis.clone();
+    let readiness = ops::Readiness::new(db, redis).with_probe("queues", move || {
+        lifecycle::queues_ready(probe_redis.clone(), keys.clone())
+    });
+    let health = ops::health_router(readiness, metrics);
     ops::serve(settings.api_bind, app::app(state, health), shutdown).await?;
     let _ = refresher.await;
     tracing::info!("api stopped");

@@ -158,7 +158,10 @@ async fn check_reports_every_kind_and_repair_fixes_them_without_moving_correct_s
         repaired.findings.each_ref().map(|f| f.count),
         report.findings.each_ref().map(|f| f.count)
     );
-    assert_eq!(repaired.findings.each_ref().map(|f| f.repaired), [1, 2, 5, 1]);
+    assert_eq!(
+        repaired.findings.each_ref().map(|f| f.repaired),
+        [1, 2, 5, 1]
+    );
     let after = snapshot(&w).await?;
 
     // Every entry that was right is still there with the very same score.
