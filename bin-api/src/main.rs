@@ -81,7 +81,11 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .spawn_refresher(shutdown.clone())
         .await
         .context("subscribe to polling config changes")?;
-    let health = ops::health_router(ops::Readiness { db, redis }, metrics);
+    // An API replica is ready when it can serve: PostgreSQL and Redis answer. Whether the
+    // queues are initialised is the worker's readiness (a fresh deployment's API must not be
+    // taken out of the load balancer while the first worker initialises).
+    let readiness = ops::Readiness::new(db, redis);
+    let health = ops::health_router(readiness, metrics);
     ops::serve(settings.api_bind, app::app(state, health), shutdown).await?;
     let _ = refresher.await;
     tracing::info!("api stopped");

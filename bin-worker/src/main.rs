@@ -2,6 +2,7 @@
 //! wires the parts together; the parts live in the library crates.
 
 mod admin_jobs;
+mod check;
 mod components;
 mod init;
 mod jobs;
@@ -40,6 +41,15 @@ enum Command {
         #[arg(long)]
         repair: bool,
     },
+    /// Check the queues against the database: cards missing from a queue their config
+    /// schedules, entries that should not be there, members on the wrong shard. Exit 1 when
+    /// anything is wrong.
+    Check {
+        /// Fix what is found: add missing entries (ZADD NX, spread over one interval like the
+        /// initializer), remove wrong ones; a correct score never moves.
+        #[arg(long)]
+        repair: bool,
+    },
     /// Generate a realistic fleet into the database (and into gateway-sim with --gateway-url).
     Seed(seed::SeedArgs),
 }
@@ -54,6 +64,7 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         Command::Migrate => ops::migrate(&settings).await,
         Command::Seed(args) => seed::run(&settings, args).await,
         Command::Init { repair } => init::run(settings, repair).await,
+        Command::Check { repair } => check::run(settings, repair).await,
         Command::Run => worker::run(settings).await,
     }
 }

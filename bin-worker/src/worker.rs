@@ -4,7 +4,7 @@
 use crate::components::Components;
 use crate::jobs::{ActivationCheck, DataReset};
 use anyhow::Context;
-use lifecycle::{InitMode, LifecycleError};
+use lifecycle::{InitWatchdog, WATCH_EVERY};
 use scheduler::{Scheduler, SchedulerSettings};
 use settings::Settings;
 use std::sync::Arc;
@@ -24,18 +24,21 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         .spawn_refresher(shutdown.clone())
         .await
         .context("subscribe to config changes")?;
+    // Initialises the queues at start when needed, and again whenever they are lost.
+    let watchdog = InitWatchdog::new(c.initializer.clone(), WATCH_EVERY);
+    let probe = watchdog.clone();
+    let readiness =
+        ops::Readiness::new(c.db.clone(), c.redis.clone()).with_probe("queues", move || {
+            let probe = probe.clone();
+            async move { probe.readiness().await }
+        });
     let health = tokio::spawn(ops::serve(
         c.settings.worker_bind,
-        ops::health_router(
-            ops::Readiness {
-                db: c.db.clone(),
-                redis: c.redis.clone(),
-            },
-            metrics,
-        ),
+        ops::health_router(readiness, metrics),
         shutdown.clone(),
     ));
-    let init = tokio::spawn(initialize_then_follow_configs(
+    let watch = tokio::spawn(watchdog.run(shutdown.clone()));
+    let init = tokio::spawn(follow_configs_once_initialised(
         c.initializer.clone(),
         c.reconciler(),
         shutdown.clone(),
@@ -93,6 +96,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     let report = scheduler.run(shutdown.clone()).await;
     shutdown.cancel();
     init.abort();
+    watch.abort();
     let _ = refresher.await;
     health.await.context("health server task")??;
     tracing::info!(
@@ -103,14 +107,13 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The initializer when needed, then — once the queues are initialised, here or on another
-/// node — the queue reconciliation after every change of the polling configs.
-async fn initialize_then_follow_configs(
+/// Once the queues are initialised (by the watchdog, here or on another node), the queue
+/// reconciliation after every change of the polling configs.
+async fn follow_configs_once_initialised(
     initializer: lifecycle::CardInitializer,
     reconciler: lifecycle::QueueReconciler,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    initialize_if_needed(initializer.clone()).await;
     // Aligning cards the initializer has not reached yet would make them all due at once
     // instead of spread over their interval.
     while !matches!(initializer.needs_run().await, Ok(false)) {
@@ -120,33 +123,4 @@ async fn initialize_then_follow_configs(
         }
     }
     reconciler.follow_config_changes(shutdown).await;
-}
-
-/// Runs the initializer at start when it never completed; another node holding its lease is
-/// not an error (that node is doing it).
-async fn initialize_if_needed(initializer: lifecycle::CardInitializer) {
-    match initializer.needs_run().await {
-        Ok(false) => return,
-        Ok(true) => {}
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read initializer progress; not starting it");
-            return;
-        }
-    }
-    tracing::info!("queues were never initialised; running the initializer");
-    match initializer.run(InitMode::Initial).await {
-        Ok(r) => tracing::info!(
-            processed = r.processed,
-            unmatched = r.unmatched,
-            added = r.added,
-            secs = r.elapsed.as_secs_f64(),
-            "initializer completed"
-        ),
-        Err(LifecycleError::LeaseHeld { .. }) => {
-            tracing::info!("another node runs the initializer")
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "initializer failed; `cmp-worker init --repair` resumes it")
-        }
-    }
 }

@@ -123,6 +123,9 @@ pub trait CardStore: Send + Sync {
     async fn ids_of_devices(&self, devices: &[DeviceId]) -> StoreResult<Vec<CardId>>;
     async fn count(&self) -> StoreResult<u64>;
     async fn count_polling_enabled(&self) -> StoreResult<u64>;
+    /// Those of `ids` that [`page_polling_enabled`](Self::page_polling_enabled) would yield
+    /// (live, polling enabled on the card and its device), in any order.
+    async fn polling_enabled_among(&self, ids: &[CardId]) -> StoreResult<Vec<CardId>>;
 
     /// Writes the real-name status if it differs (compare-and-set in the statement); returns
     /// whether it changed and the card as it is after the write. `None`: no live card.

@@ -13,15 +13,18 @@
 //!
 //! [`Keys`]: polling_queue::Keys
 
+mod check;
 mod error;
 mod facts;
 mod initializer;
 mod reconcile;
 mod service;
 
+pub use check::{CheckReport, CheckSettings, Findings, Kind, QueueChecker};
 pub use error::LifecycleError;
 pub use initializer::{
-    CardInitializer, InitMode, InitProgress, InitReport, InitSettings, InitStatus, first_score,
+    CardInitializer, InitMode, InitProgress, InitReport, InitSettings, InitStatus, InitWatchdog,
+    WATCH_EVERY, first_score,
 };
 pub use reconcile::{QueueReconciler, RECONCILE_JOB, ReconcileReport, ReconcileSettings};
 pub use service::{Outcome, PollingLifecycleService};

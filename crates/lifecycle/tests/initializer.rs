@@ -372,6 +372,9 @@ impl CardStore for Gated {
     async fn count_polling_enabled(&self) -> StoreResult<u64> {
         self.inner.count_polling_enabled().await
     }
+    async fn polling_enabled_among(&self, ids: &[CardId]) -> StoreResult<Vec<CardId>> {
+        self.inner.polling_enabled_among(ids).await
+    }
     async fn get(&self, id: CardId) -> StoreResult<Option<domain::Card>> {
         self.inner.get(id).await
     }

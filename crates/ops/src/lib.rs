@@ -10,11 +10,14 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use fred::prelude::*;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
+use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use settings::{LogFormat, Settings};
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+mod readiness;
+pub use readiness::{Readiness, ReadinessReport};
 
 /// The common `main` of both binaries: loads the settings (a bad one stops with exit code 2 and
 /// one line naming the variable), starts logging and the runtime, runs `body`, and turns an
@@ -124,38 +127,8 @@ pub async fn connect_redis(settings: &Settings) -> anyhow::Result<Pool> {
     Ok(pool)
 }
 
-/// What `/readyz` checks.
-#[derive(Clone)]
-pub struct Readiness {
-    pub db: DatabaseConnection,
-    pub redis: Pool,
-}
-
-impl Readiness {
-    /// `Ok` when both PostgreSQL and Redis answer within two seconds.
-    pub async fn check(&self) -> Result<(), String> {
-        let db = tokio::time::timeout(
-            Duration::from_secs(2),
-            self.db.execute_unprepared("SELECT 1"),
-        );
-        match db.await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(format!("postgres: {e}")),
-            Err(_) => return Err("postgres: timeout".to_owned()),
-        }
-        let ping = tokio::time::timeout(
-            Duration::from_secs(2),
-            self.redis.next().ping::<String>(None),
-        );
-        match ping.await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("redis: {e}")),
-            Err(_) => Err("redis: timeout".to_owned()),
-        }
-    }
-}
-
-/// `/healthz` (process up), `/readyz` (PostgreSQL and Redis answer) and `/metrics`.
+/// `/healthz` (process up: liveness), `/readyz` (PostgreSQL, Redis and the binary's probes:
+/// 200, or 503 naming what is not ready) and `/metrics`.
 pub fn health_router(readiness: Readiness, metrics: PrometheusHandle) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -167,13 +140,14 @@ pub fn health_router(readiness: Readiness, metrics: PrometheusHandle) -> Router 
 }
 
 async fn readyz(State(r): State<Readiness>) -> impl IntoResponse {
-    match r.check().await {
-        Ok(()) => (StatusCode::OK, "ready".to_owned()),
-        Err(why) => {
-            tracing::warn!(%why, "not ready");
-            (StatusCode::SERVICE_UNAVAILABLE, why)
-        }
-    }
+    let report = r.report().await;
+    let status = if report.ready() {
+        StatusCode::OK
+    } else {
+        tracing::warn!(body = %report.to_json(), "not ready");
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(report.to_json()))
 }
 
 /// A token cancelled on SIGTERM or Ctrl-C.

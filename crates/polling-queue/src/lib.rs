@@ -16,6 +16,7 @@
 mod align;
 mod cache;
 mod card_lock;
+mod check;
 mod depth;
 mod error;
 mod init;
@@ -40,6 +41,7 @@ mod token_lock;
 pub use align::Aligned;
 pub use cache::CardCache;
 pub use card_lock::{CardLock, CardLockToken};
+pub use check::ScanStep;
 pub use error::QueueError;
 pub use init::{FirstEntries, InitWriter};
 pub use inspect::{ProtectTtl, QueueInspector};

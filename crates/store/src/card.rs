@@ -3,7 +3,8 @@
 
 use crate::bulk::{BULK_CHUNK, insert_cards};
 use crate::card_sql::{
-    COUNT_POLLING_ENABLED, PAGE_POLLING_ENABLED, SCAN_SETTINGS, SET_NETWORK_STATE,
+    COUNT_POLLING_ENABLED, PAGE_POLLING_ENABLED, POLLING_ENABLED_AMONG, SCAN_SETTINGS,
+    SET_NETWORK_STATE,
 };
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
@@ -268,6 +269,23 @@ impl CardStore for PgCardStore {
 
     async fn count_polling_enabled(&self) -> StoreResult<u64> {
         count(&self.db, stmt(COUNT_POLLING_ENABLED, [])).await
+    }
+
+    async fn polling_enabled_among(&self, ids: &[CardId]) -> StoreResult<Vec<CardId>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = ids.iter().map(|i| i.get()).collect();
+        let row = self
+            .db
+            .query_one_raw(stmt(POLLING_ENABLED_AMONG, [ids.into()]))
+            .await
+            .map_err(db_err)?;
+        let ids: Option<Vec<i64>> = match row {
+            Some(row) => col(&row, "ids")?,
+            None => None,
+        };
+        Ok(ids.unwrap_or_default().into_iter().map(CardId).collect())
     }
 
     async fn set_real_name(

@@ -51,3 +51,14 @@ pub(crate) const SET_NETWORK_STATE: &str = r#"
 UPDATE tb_iot_card SET network_status = $2, stop_reason = $3, updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 "#;
+
+/// Which of the given ids are cards the initializer's scan would yield (same predicate as
+/// [`PAGE_POLLING_ENABLED`]): `cmp-worker check` asks this for each batch of queue members.
+pub(crate) const POLLING_ENABLED_AMONG: &str = r#"
+SELECT array_agg(c.id) AS ids
+FROM tb_iot_card c
+WHERE c.id = ANY($1) AND c.enable_polling AND c.deleted_at IS NULL
+  AND (c.device_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM tb_device d
+        WHERE d.id = c.device_id AND d.deleted_at IS NULL AND NOT d.enable_polling))
+"#;

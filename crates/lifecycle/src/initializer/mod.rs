@@ -6,9 +6,11 @@
 //! while the next page is read and matched. Progress is recorded after each page is written.
 
 mod progress;
+mod watchdog;
 mod writer;
 
 pub use progress::{InitProgress, InitStatus};
+pub use watchdog::{InitWatchdog, WATCH_EVERY};
 pub use writer::first_score;
 
 use crate::LifecycleError;

@@ -1,0 +1,158 @@
+//! Lost Redis: when every key of the deployment is gone (a restart without persistence), the
+//! worker's [`InitWatchdog`] notices and re-initialises by itself, once cluster-wide, and the
+//! readiness part "queues" says "reinitialising" until it has.
+
+mod common;
+
+use common::{SHARDS, World, config, intervals};
+use fred::prelude::*;
+use fred::types::scan::Scanner;
+use futures::StreamExt;
+use lifecycle::{CardInitializer, CheckSettings, InitSettings, InitWatchdog, QueueChecker};
+use polling_queue::{RedisKey, SingletonLease};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const CARDS: i64 = 30;
+/// Cards 7, 14, 21, 28 have polling disabled.
+const ENABLED: u64 = 26;
+
+async fn world() -> anyhow::Result<(World, InitWatchdog)> {
+    let w = World::new().await?;
+    w.add_config(config("all", 10, intervals(600, 300, 3600, Some(120))))
+        .await?;
+    for id in 1..=CARDS {
+        w.card_with_id(id, id % 7 != 0, None).await?;
+    }
+    let initializer = CardInitializer::new(
+        w.cards(),
+        w.configs.clone(),
+        w.pool.clone(),
+        w.keys.clone(),
+        Arc::new(w.clock.clone()),
+        InitSettings {
+            shard_count: SHARDS,
+            page_size: 8,
+            ..InitSettings::default()
+        },
+    );
+    let watchdog = InitWatchdog::new(initializer, Duration::from_millis(50));
+    Ok((w, watchdog))
+}
+
+/// Deletes every key under the test's prefix (never FLUSHALL: other tests share the server);
+/// `keep` survives.
+async fn flush(w: &World, keep: Option<&str>) -> anyhow::Result<u64> {
+    let client = w.pool.next().clone();
+    let mut scan = client.scan(format!("{}*", w.keys.prefix()), Some(1000), None);
+    let mut deleted = 0;
+    while let Some(page) = scan.next().await {
+        let mut page = page?;
+        let keys: Vec<String> = page
+            .take_results()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|k| k.into_string())
+            .filter(|k| Some(k.as_str()) != keep)
+            .collect();
+        if !keys.is_empty() {
+            let n: u64 = client.del(keys).await?;
+            deleted += n;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Whether every enabled card is in each of its four queues, and nothing else is queued.
+async fn fully_queued(w: &World) -> anyhow::Result<bool> {
+    let report = QueueChecker::new(
+        w.cards(),
+        w.queue.clone(),
+        w.configs.clone(),
+        Arc::new(w.clock.clone()),
+        CheckSettings {
+            shard_count: SHARDS,
+            ..CheckSettings::default()
+        },
+    )
+    .run()
+    .await?;
+    Ok(report.clean() && report.cards == ENABLED && report.members == ENABLED * 4)
+}
+
+async fn wait_until_queued_and_ready(w: &World, watchdog: &InitWatchdog) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !(fully_queued(w).await? && watchdog.readiness().await.is_ok()) {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the queues never came back; readiness: {:?}",
+            watchdog.readiness().await
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_card_is_queued_again_after_redis_loses_every_key() -> anyhow::Result<()> {
+    let (w, watchdog) = world().await?;
+    assert!(
+        watchdog.readiness().await.is_err(),
+        "not ready before the first run"
+    );
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(watchdog.clone().run(shutdown.clone()));
+    // At start: the first look initialises.
+    wait_until_queued_and_ready(&w, &watchdog).await?;
+    assert_eq!(watchdog.readiness().await, Ok(()));
+
+    let deleted = flush(&w, None).await?;
+    assert!(
+        deleted >= ENABLED,
+        "the queues and the progress hash were there"
+    );
+    wait_until_queued_and_ready(&w, &watchdog).await?;
+    assert_eq!(watchdog.readiness().await, Ok(()));
+
+    shutdown.cancel();
+    running.await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_says_reinitialising_while_another_node_reinitialises() -> anyhow::Result<()> {
+    let (w, watchdog) = world().await?;
+    watchdog.look().await?;
+    assert_eq!(watchdog.readiness().await, Ok(()));
+    assert!(fully_queued(&w).await?);
+
+    // Another node holds the initializer's lease: this node must not run it too.
+    let leases = SingletonLease::new(w.pool.clone(), w.keys.clone());
+    let lease = leases
+        .try_acquire("initializer", Duration::from_secs(30))
+        .await?;
+    anyhow::ensure!(lease.is_some(), "the lease is free once the run is done");
+    let lease_key = w.keys.render(&RedisKey::Lease {
+        job: "initializer".into(),
+    });
+    flush(&w, Some(&lease_key)).await?;
+    watchdog.look().await?;
+    let why = watchdog.readiness().await.err().unwrap_or_default();
+    assert!(why.starts_with("reinitialising"), "{why}");
+    assert!(watchdog.reinitialising());
+    assert!(
+        !fully_queued(&w).await?,
+        "nothing ran while the lease was held"
+    );
+
+    // The other node died: its lease goes, and the next look runs the initializer here.
+    if let Some(lease) = lease {
+        leases.release(lease).await?;
+    }
+    watchdog.look().await?;
+    assert_eq!(watchdog.readiness().await, Ok(()));
+    assert!(!watchdog.reinitialising());
+    assert!(fully_queued(&w).await?);
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! `/readyz`: ready means PostgreSQL and Redis answer and every probe the binary added (the
+//! queues are initialised) passes. The answer is 200 or 503 with a JSON body naming each part:
+//! `{"ready": false, "checks": {"postgres": "ok", "redis": "ok", "queues": "…why…"}}`.
+
+use fred::prelude::*;
+use sea_orm::{ConnectionTrait, DatabaseConnection};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long each part may take to answer.
+const PART_TIMEOUT: Duration = Duration::from_secs(2);
+
+type ProbeFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+type Probe = Arc<dyn Fn() -> ProbeFuture + Send + Sync>;
+
+/// What `/readyz` checks.
+#[derive(Clone)]
+pub struct Readiness {
+    db: DatabaseConnection,
+    redis: Pool,
+    /// Added by the binary: `(part name, check)`, e.g. `("queues", initialised?)`.
+    probes: Vec<(&'static str, Probe)>,
+}
+
+/// The answer of every part: `Ok` or why it is not ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadinessReport {
+    pub parts: Vec<(&'static str, Result<(), String>)>,
+}
+
+impl ReadinessReport {
+    pub fn ready(&self) -> bool {
+        self.parts.iter().all(|(_, r)| r.is_ok())
+    }
+
+    /// The `/readyz` body.
+    pub fn to_json(&self) -> serde_json::Value {
+        let checks: serde_json::Map<String, serde_json::Value> = self
+            .parts
+            .iter()
+            .map(|(name, result)| {
+                let value = match result {
+                    Ok(()) => "ok".to_owned(),
+                    Err(why) => why.clone(),
+                };
+                ((*name).to_owned(), serde_json::Value::String(value))
+            })
+            .collect();
+        serde_json::json!({ "ready": self.ready(), "checks": checks })
+    }
+}
+
+impl Readiness {
+    /// PostgreSQL and Redis only; add the binary's own parts with [`with_probe`](Self::with_probe).
+    pub fn new(db: DatabaseConnection, redis: Pool) -> Self {
+        Self {
+            db,
+            redis,
+            probes: Vec::new(),
+        }
+    }
+
+    /// Adds a part: ready only when `probe` answers `Ok` within two seconds.
+    pub fn with_probe<F, Fut>(mut self, name: &'static str, probe: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
+    {
+        self.probes
+            .push((name, Arc::new(move || Box::pin(probe()) as ProbeFuture)));
+        self
+    }
+
+    /// Asks every part (concurrently).
+    pub async fn report(&self) -> ReadinessReport {
+        let db = self.db.clone();
+        let redis = self.redis.clone();
+        let mut names = vec!["postgres", "redis"];
+        let mut checks: Vec<ProbeFuture> = vec![
+            Box::pin(async move {
+                db.execute_unprepared("SELECT 1")
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }),
+            Box::pin(async move {
+                redis
+                    .next()
+                    .ping::<String>(None)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }),
+        ];
+        for (name, probe) in &self.probes {
+            names.push(name);
+            checks.push(probe());
+        }
+        let results = futures::future::join_all(checks.into_iter().map(|check| async move {
+            tokio::time::timeout(PART_TIMEOUT, check)
+                .await
+                .unwrap_or_else(|_| Err("timeout".to_owned()))
+        }))
+        .await;
+        ReadinessReport {
+            parts: names.into_iter().zip(results).collect(),
+        }
+    }
+
+    /// `Ok` when every part is ready; else the first reason, prefixed with its part.
+    pub async fn check(&self) -> Result<(), String> {
+        let report = self.report().await;
+        match report.parts.into_iter().find(|(_, r)| r.is_err()) {
+            Some((name, Err(why))) => Err(format!("{name}: {why}")),
+            _ => Ok(()),
+        }
+    }
+}
