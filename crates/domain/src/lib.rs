@@ -32,6 +32,7 @@ macro_rules! str_enum {
 
 mod admin;
 mod admin_api;
+mod admin_stores;
 mod audit;
 pub mod calendar;
 mod card;

@@ -22,6 +22,7 @@
 mod decision;
 mod device;
 mod error;
+mod lock;
 pub mod metrics;
 mod protect;
 mod service;
