@@ -118,10 +118,12 @@ try {
   await shot('queues');
 
   step('search an ICCID and open the card');
-  // A stopped card with usage this month if there is one (the chart then has a line).
+  // A card stopped for traffic_exhausted if there is one (the explain sentence names a package
+  // over its limit, the chart has a line), else a stopped card with usage, else any.
   const listed = (await api('GET', '/cards?page_size=500', adminKey)).data.items;
   const used = (c) => Number(c.data_usage_mb) > 0;
-  const card = listed.find((c) => c.network_status === 0 && used(c)) || listed.find((c) => c.network_status === 0) ||
+  const card = listed.find((c) => c.stop_reason === 'traffic_exhausted') ||
+    listed.find((c) => c.network_status === 0 && used(c)) || listed.find((c) => c.network_status === 0) ||
     listed.find(used) || listed[0];
   await go('#/cards', '#card-search');
   await page.fill('input[name="iccid"]', card.iccid.slice(0, card.iccid.length - 2));
@@ -149,7 +151,7 @@ try {
   if (hours > 0) {
     assert.equal(await page.getAttribute('#usage-chart polyline', 'data-points'), String(hours));
     const explained = (await api('GET', `/cards/${card.id}/explain`, adminKey)).data;
-    const limits = explained.packages.filter((p) => p.valid && p.limit_mb !== null).length;
+    const limits = explained.packages.filter((p) => p.status === 'active' && p.limit_mb !== null).length;
     assert.equal(await page.locator('#usage-chart line[data-limit]').count(), limits);
   }
   await shot('card');

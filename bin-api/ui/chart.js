@@ -5,6 +5,7 @@
   const h = CMP.h;
   const COLORS = ['#1f6feb', '#c0362c', '#2a7d3f', '#b26b00', '#7b3fb2', '#0a8f99'];
   const LIMIT_COLORS = ['#c0362c', '#b26b00', '#7b3fb2', '#0a8f99'];
+  const DOTS_UP_TO = 90;
 
   // series: [{label, points: [[Date, number], ...]}]; opts: {title, x0, x1 (the time domain,
   // default the points'), hlines: [{label, y}] (dashed levels, e.g. package limits), id}.
@@ -52,6 +53,13 @@
       const d = s.points.map(function (p) { return sx(p[0]).toFixed(1) + ',' + sy(p[1]).toFixed(1); }).join(' ');
       svg.appendChild(h('polyline', { points: d, fill: 'none', stroke: COLORS[i % COLORS.length],
         'stroke-width': 1.6, 'data-series': s.label, 'data-points': s.points.length }));
+      // Few points: each one marked, so a lone sample is seen too.
+      if (s.points.length <= DOTS_UP_TO) {
+        s.points.forEach(function (p) {
+          svg.appendChild(h('circle', { cx: sx(p[0]).toFixed(1), cy: sy(p[1]).toFixed(1), r: 2.2,
+            fill: COLORS[i % COLORS.length] }));
+        });
+      }
     });
     const box = h('div', null);
     if (opts.title) box.appendChild(h('div', { class: 'chart-title' }, opts.title));

@@ -32,7 +32,7 @@
 
   // h('div', {class: 'x', onclick: f}, child, ...): children are nodes, strings or arrays.
   CMP.h = function (tag, attrs) {
-    const svg = ['svg', 'path', 'line', 'rect', 'text', 'g', 'polyline', 'title'].includes(tag);
+    const svg = ['svg', 'path', 'line', 'rect', 'text', 'g', 'polyline', 'circle', 'title'].includes(tag);
     const el = svg ? document.createElementNS('http' + '://www.w3.org/2000/svg', tag)
       : document.createElement(tag);
     for (const k in attrs || {}) {

@@ -96,11 +96,14 @@
     });
     const failSeries = { label: t('failures') + ' (' + t('all_types') + ')', points: Object.keys(failures).sort()
       .map(function (k) { return [new Date(k), failures[k]]; }) };
-    const span = { x0: new Date(all.from), x1: new Date(all.to) };
+    // The range's span, from its first sample when the history is younger than the range.
+    let first = +new Date(all.to);
+    answers.forEach(function (a) { if (a.data.points.length) first = Math.min(first, +new Date(a.data.points[0].bucket_at)); });
+    const span = { x0: new Date(Math.max(+new Date(all.from), first)), x1: new Date(all.to) };
     const chart = function (id, title, s) {
       return h('div', { 'data-chart': id }, CMP.lineChart(s, Object.assign({ title: title, id: 'chart-' + id }, span)));
     };
-    return CMP.panel(t('history'), tabs, h('div', { class: 'cols' },
+    return CMP.panel(t('history'), tabs, h('div', { class: 'charts' },
       chart('polls', t('polls_by_type') + per, byType(function (p) { return p.polls; }).concat([failSeries])),
       chart('gateway', t('gateway_chart') + per, [
         series(all, t('gateway_calls'), function (p) { return p.gateway_calls; }),

@@ -1,6 +1,6 @@
 // The card page's chart of the month: the carrier's month total by hour (GET
 // /cards/{id}/usage, the current month of the deployment's calendar) against the limits of the
-// packages covering the card (from the explain answer), over the whole month.
+// active packages covering the card (from the explain answer), over the whole month.
 (function () {
   'use strict';
   const h = CMP.h, t = I18N.t;
@@ -12,9 +12,11 @@
     if (r.status !== 200) return CMP.panel(t('usage_chart'), h('p', { class: 'bad' }, CMP.problem(r)));
     const u = r.data;
     const points = u.hours.map(function (x) { return [new Date(x.hour), Number(x.month_total_mb)]; });
-    const hlines = ex.packages.filter(function (p) { return p.valid && p.limit_mb !== null; })
+    // The limits of the active packages (those counted this month), valid now or not.
+    const hlines = ex.packages.filter(function (p) { return p.status === 'active' && p.limit_mb !== null; })
       .map(function (p) {
-        return { y: Number(p.limit_mb), label: t('limit_of') + ' #' + p.id + ': ' + I18N.num(Number(p.limit_mb), 2) + ' MB' };
+        return { y: Number(p.limit_mb), label: t('limit_of') + ' #' + p.id + ': ' + I18N.num(Number(p.limit_mb), 2) +
+          ' MB' + (p.valid ? '' : ' (' + t('not_valid_now') + ')') };
       });
     const title = t('usage_chart') + ' · ' + u.month + ' · ' + u.timezone;
     const body = points.length === 0 && hlines.length === 0
