@@ -35,7 +35,10 @@ async fn a_card_month_of_usage_is_read_by_hour_in_the_deployment_calendar() {
     record(&w, other, "2026-12-02 01:05:00", "3", "3").await;
 
     let a = w
-        .get(&format!("/api/admin/cards/{id}/usage?month=2026-12"), VIEWER)
+        .get(
+            &format!("/api/admin/cards/{id}/usage?month=2026-12"),
+            VIEWER,
+        )
         .await;
     let u = a.ok(StatusCode::OK);
     assert_eq!(u["month"], "2026-12");
@@ -52,7 +55,10 @@ async fn a_card_month_of_usage_is_read_by_hour_in_the_deployment_calendar() {
     assert_eq!(hours[1]["month_total_mb"], "20");
 
     let a = w
-        .get(&format!("/api/admin/cards/{id}/usage?month=2026-11"), VIEWER)
+        .get(
+            &format!("/api/admin/cards/{id}/usage?month=2026-11"),
+            VIEWER,
+        )
         .await;
     assert_eq!(a.ok(StatusCode::OK)["hours"].as_array().unwrap().len(), 1);
     // No month: the current one.

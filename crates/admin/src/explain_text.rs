@@ -186,9 +186,9 @@ pub(crate) fn phrases(e: &Explanation) -> ExplainPhrases {
         Some(StopReason::NoPackage) => {
             vec![Phrase::new(C::EvidenceNoPackage).with_owner(e.package_owner)]
         }
-        Some(StopReason::TrafficExhausted) => valid(e)
-            .map(|p| used(C::EvidencePackageUsed, p))
-            .collect(),
+        Some(StopReason::TrafficExhausted) => {
+            valid(e).map(|p| used(C::EvidencePackageUsed, p)).collect()
+        }
         _ => vec![Phrase::new(C::EvidenceSatisfied).with("valid_packages", valid(e).count())],
     };
     let reason = d.reason.clone().unwrap_or_default();

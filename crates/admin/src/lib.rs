@@ -55,7 +55,6 @@ pub use explain::{
     RealNameEvidence,
 };
 pub use explain_text::{ExplainPhrases, Phrase, PhraseCode};
-pub use usage_month::{MAX_HOURS, MonthUsage};
 pub use import::{ImportBody, ImportReport, MAX_IMPORT};
 pub use manual::{
     CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
@@ -63,3 +62,4 @@ pub use manual::{
 };
 pub use packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
 pub use polling_control::{AssetType, PollingStatusBody, PollingStatusReport};
+pub use usage_month::{MAX_HOURS, MonthUsage};

@@ -107,7 +107,9 @@ mod tests {
         let d = |y, m| NaiveDate::from_ymd_opt(y, m, 1).unwrap();
         assert_eq!(parse_month("2026-12").unwrap(), (d(2026, 12), d(2027, 1)));
         assert_eq!(parse_month("2026-02").unwrap(), (d(2026, 2), d(2026, 3)));
-        for bad in ["2026-13", "2026-1", "26-01", "2026/01", "", "2026-00", "x-01", "2026-1x"] {
+        for bad in [
+            "2026-13", "2026-1", "26-01", "2026/01", "", "2026-00", "x-01", "2026-1x",
+        ] {
             assert!(parse_month(bad).is_err(), "{bad}");
         }
     }
