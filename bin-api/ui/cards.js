@@ -35,7 +35,7 @@
         [t('iccid'), function (c) { return h('a', { href: '#/card/' + c.id, 'data-iccid': c.iccid }, c.iccid); }],
         [t('msisdn'), function (c) { return c.msisdn || '–'; }],
         [t('network_status'), function (c) { return CMP.net(c.network_status); }],
-        [t('stop_reason'), function (c) { return c.stop_reason || '–'; }],
+        [t('stop_reason'), function (c) { return CMP.reasonName(c.stop_reason); }],
         [t('device_id'), function (c) { return c.device_id || '–'; }],
         [t('enable_polling'), function (c) { return t(c.enable_polling ? 'yes' : 'no'); }],
       ], results.items)));
@@ -119,7 +119,7 @@
       CMP.panel(t('timeline'), changes.length === 0 ? h('p', { class: 'muted' }, t('none')) : CMP.table([
         [t('when'), function (l) { return CMP.time(l.created_at); }],
         [t('status'), function (l) { return CMP.net(l.from_status) + ' → ' + CMP.net(l.to_status); }],
-        [t('stop_reason'), function (l) { return l.stop_reason || '–'; }],
+        [t('stop_reason'), function (l) { return CMP.reasonName(l.stop_reason); }],
         [t('trigger'), function (l) { return l.trigger; }],
         [t('outcome'), function (l) { return typeof l.gateway_outcome === 'string' ? l.gateway_outcome : JSON.stringify(l.gateway_outcome); }],
       ], changes)));

@@ -18,7 +18,7 @@
         CMP.stat(t('online'), I18N.num(Math.max(0, c.cards - stopped)), 'online'),
         CMP.stat(t('stopped'), I18N.num(stopped), 'stopped'),
         Object.keys(c.stopped_by_reason || {}).map(function (r) {
-          return CMP.stat(t('stopped') + ': ' + r, I18N.num(c.stopped_by_reason[r]), 'stopped_' + r);
+          return CMP.stat(t('stopped') + ': ' + CMP.reasonName(r), I18N.num(c.stopped_by_reason[r]), 'stopped_' + r);
         })),
       h('p', { class: 'muted', id: 'refreshed' }, t('source') + ': ' + c.source + ' · ' + t('refreshed') + ' ',
         CMP.time(stats.generated_at)));

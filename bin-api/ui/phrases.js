@@ -87,6 +87,8 @@
   }
 
   CMP.phrase = phrase;
+  // A stop reason code as shown: in 中文 its name with the code beside it.
+  CMP.reasonName = function (code) { return code ? reason(code) : '–'; };
   // The summary sentence of an explain answer; the server's English one when a code is unknown.
   CMP.explainSummary = function (ex) {
     const ph = ex.phrases;
