@@ -7,6 +7,11 @@
 #   CMP_UI_ADMIN_URL  PostgreSQL URL allowed to create databases (default postgres://postgres@127.0.0.1:5432/postgres)
 #   CMP_UI_REDIS_URL  (default redis://127.0.0.1:6379)
 #   CMP_UI_CARDS      (default 200)
+#   CMP_UI_TIMEZONE   the API's and worker's CMP_TIMEZONE (default Asia/Shanghai); the browser
+#                     runs in another zone, and the test checks dates are shown in this one
+#   CMP_UI_WARMUP_SECS  seconds of polling before the browser starts (default 8)
+#   CMP_UI_HISTORY_POINTS  when set, the overview charts must draw at least that many minute
+#                     samples: with CMP_UI_WARMUP_SECS=200 and 2, the charts show real history
 # Needs psql, redis-cli, curl, python3, node + npm and /usr/bin/chromium (apt-get install chromium);
 # fonts-wqy-microhei (or any CJK font) only makes the 中文 screenshot readable. npm ci fetches
 # playwright-core (one package, no browser) from the npm registry the first time.
@@ -51,6 +56,7 @@ export CMP_GATEWAY_URL=http://$sim_addr
 export CMP_WORKER_BIND=$worker_addr
 export CMP_API_BIND=$api_addr
 export CMP_RETRY_INTERVAL_SECS=10
+export CMP_TIMEZONE=${CMP_UI_TIMEZONE:-Asia/Shanghai}
 export CMP_LOG=${CMP_LOG:-info,sqlx=warn,sea_orm_migration=warn}
 
 pids=()
@@ -96,6 +102,7 @@ sleep "${CMP_UI_WARMUP_SECS:-8}"
 
 echo "ui-test: running the browser test against http://$api_addr"
 rm -rf "$shots"
+CMP_UI_TIMEZONE=$CMP_TIMEZONE CMP_UI_HISTORY_POINTS=${CMP_UI_HISTORY_POINTS:-0} \
 CMP_UI_WORKER_METRICS=http://$worker_addr/metrics CMP_UI_URL=http://$api_addr CMP_UI_ADMIN_KEY=$admin_key CMP_UI_VIEWER_KEY=$viewer_key CMP_UI_SHOTS=$shots \
     timeout 300 node bin-api/ui-tests/dashboard.test.mjs
 echo "ui-test: passed; screenshots in $shots"

@@ -83,6 +83,7 @@ pub(crate) fn state(
             configs: stores.configs.clone(),
             manual_triggers: stores.manual_triggers.clone(),
             audit: stores.admin_audit.clone(),
+            usage_history: stores.usage_history.clone(),
         },
         inspector: QueueInspector::new(redis.clone(), keys.clone(), settings.shard_count),
         queue,
@@ -92,6 +93,7 @@ pub(crate) fn state(
         protect: ProtectKeys::new(redis, keys),
         clock,
         protect_period: settings.protect_period,
+        timezone: settings.timezone,
     });
     Ok((
         AppState {

@@ -2,7 +2,8 @@
 //! without auth at `/` and `/ui/*`. The pages read their data from the authenticated
 //! `/api/admin` routes with the key the operator enters; `GET /ui/session` tells the page the
 //! key's name and role so it can hide the write controls a role may not use (the guard
-//! refuses them anyway). Nothing is fetched from outside the server.
+//! refuses them anyway), and the deployment's time zone (`CMP_TIMEZONE`) every date of the
+//! pages is shown in. Nothing is fetched from outside the server.
 
 use crate::app::AppState;
 use crate::auth::Refusal;
@@ -27,9 +28,12 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("core.js", JS, include_str!("../ui/core.js")),
     ("chart.js", JS, include_str!("../ui/chart.js")),
     ("overview.js", JS, include_str!("../ui/overview.js")),
+    ("phrases.js", JS, include_str!("../ui/phrases.js")),
     ("cards.js", JS, include_str!("../ui/cards.js")),
+    ("usage.js", JS, include_str!("../ui/usage.js")),
     ("configs.js", JS, include_str!("../ui/configs.js")),
     ("ops.js", JS, include_str!("../ui/ops.js")),
+    ("alerts.js", JS, include_str!("../ui/alerts.js")),
     ("app.js", JS, include_str!("../ui/app.js")),
 ];
 
@@ -73,10 +77,16 @@ async fn asset(Path(name): Path<String>) -> Response {
     }
 }
 
-/// The caller's key name and role (`401` without a valid key).
+/// The caller's key name and role, and the time zone of the deployment (`401` without a
+/// valid key).
 async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match state.auth.authenticate(&headers).await {
-        Ok(caller) => Json(json!({ "name": caller.name, "role": caller.role })).into_response(),
+        Ok(caller) => Json(json!({
+            "name": caller.name,
+            "role": caller.role,
+            "timezone": state.admin.timezone().name(),
+        }))
+        .into_response(),
         Err(Refusal::Unauthenticated(why)) => {
             Problem::new(StatusCode::UNAUTHORIZED, "unauthorized", why).into_response()
         }

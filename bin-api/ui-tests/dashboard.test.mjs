@@ -1,8 +1,11 @@
 // Browser test of the dashboard in headless Chromium (Debian's /usr/bin/chromium; Playwright
 // never downloads a browser). scripts/ui-test.sh starts gateway-sim, cmp-worker and cmp-api on
 // a seeded fleet and runs this with:
-//   CMP_UI_URL, CMP_UI_ADMIN_KEY, CMP_UI_VIEWER_KEY, CMP_UI_SHOTS (screenshot folder) and
-//   CMP_UI_WORKER_METRICS (the worker's /metrics: "poll now" must move its manual dequeues)
+//   CMP_UI_URL, CMP_UI_ADMIN_KEY, CMP_UI_VIEWER_KEY, CMP_UI_SHOTS (screenshot folder),
+//   CMP_UI_WORKER_METRICS (the worker's /metrics: "poll now" must move its manual dequeues),
+//   CMP_UI_TIMEZONE (the API's CMP_TIMEZONE; the browser runs in another zone) and
+//   CMP_UI_HISTORY_POINTS (when set, the overview charts must draw at least that many minute
+//   samples of the worker's history: a fleet that has run a few minutes)
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -18,7 +21,10 @@ if (!base || !adminKey || !viewerKey) {
   process.exit(2);
 }
 mkdirSync(shots, { recursive: true });
-const watchdog = setTimeout(() => { console.error('ui test: timed out after 240 s'); process.exit(1); }, 240_000);
+const zone = process.env.CMP_UI_TIMEZONE || 'Asia/Shanghai';
+const browserZone = zone === 'America/Los_Angeles' ? 'Europe/Berlin' : 'America/Los_Angeles';
+const historyPoints = Number(process.env.CMP_UI_HISTORY_POINTS || 0);
+const watchdog = setTimeout(() => { console.error('ui test: timed out after 270 s'); process.exit(1); }, 270_000);
 
 async function api(method, path, key, body) {
   const res = await fetch(base + '/api/admin' + path, {
@@ -42,6 +48,7 @@ const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CMP_UI_CHROMIUM || '/usr/bin/chromium',
   headless: true,
   locale: 'en-US',
+  timezoneId: browserZone,
   viewport: { width: 1360, height: 900 },
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
 });
@@ -70,6 +77,29 @@ try {
   await page.waitForSelector('[data-stat="cards"]');
   assert.match(await page.textContent('#who'), /admin/);
 
+  step('dates are shown in CMP_TIMEZONE, not in the browser\'s zone');
+  assert.equal(await page.textContent('#zone'), zone);
+  assert.equal(await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone), browserZone);
+  const stamp = page.locator('#refreshed time');
+  const iso = await stamp.getAttribute('datetime');
+  const [inZone, inBrowser] = await page.evaluate(([t, z]) => [z, undefined].map((timeZone) =>
+    new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeStyle: 'medium', timeZone }).format(new Date(t))), [iso, zone]);
+  assert.notEqual(inZone, inBrowser);
+  assert.equal(await stamp.textContent(), inZone);
+
+  step('the overview charts draw the history the worker samples');
+  await page.waitForSelector('[data-chart="polls"]');
+  for (const id of ['polls', 'gateway', 'backlog', 'oldest']) assert.equal(await page.locator(`[data-chart="${id}"]`).count(), 1);
+  if (historyPoints > 0) {
+    const hist = await api('GET', '/polling-stats/history?scope=carddata&range=1h', adminKey);
+    assert.ok(hist.data.points.length >= historyPoints, `${hist.data.points.length} minute samples, want ${historyPoints}`);
+    assert.ok(hist.data.points.some((p) => p.polls > 0), 'some minute has polls');
+    const drawn = await page.getAttribute('#chart-polls polyline[data-series="carddata"]', 'data-points');
+    assert.ok(Number(drawn) >= historyPoints, `carddata line of ${drawn} points`);
+    const gw = await page.getAttribute('#chart-gateway polyline', 'data-points');
+    assert.ok(Number(gw) >= historyPoints, `gateway line of ${gw} points`);
+  }
+
   step('the overview shows the numbers the API returns');
   const stats = await api('GET', '/polling-stats', adminKey);
   if (stats.status === 200) {
@@ -88,9 +118,13 @@ try {
   await shot('queues');
 
   step('search an ICCID and open the card');
-  let pick = await api('GET', '/cards?network_status=0&page_size=1', adminKey);
-  if (pick.data.items.length === 0) pick = await api('GET', '/cards?page_size=1', adminKey);
-  const card = pick.data.items[0];
+  // A card stopped for traffic_exhausted if there is one (the explain sentence names a package
+  // over its limit, the chart has a line), else a stopped card with usage, else any.
+  const listed = (await api('GET', '/cards?page_size=500', adminKey)).data.items;
+  const used = (c) => Number(c.data_usage_mb) > 0;
+  const card = listed.find((c) => c.stop_reason === 'traffic_exhausted') ||
+    listed.find((c) => c.network_status === 0 && used(c)) || listed.find((c) => c.network_status === 0) ||
+    listed.find(used) || listed[0];
   await go('#/cards', '#card-search');
   await page.fill('input[name="iccid"]', card.iccid.slice(0, card.iccid.length - 2));
   await page.click('#card-search button[type="submit"]');
@@ -106,7 +140,40 @@ try {
     await page.reload();
   }
   assert.ok(summary.startsWith(state), `summary "${summary}" names "${state}"`);
+
+  step('the card page charts the month\'s usage against the packages\' limits');
+  await page.waitForSelector('#usage-panel');
+  const usage = await api('GET', `/cards/${card.id}/usage`, adminKey);
+  assert.equal(usage.status, 200);
+  const hours = Number(await page.getAttribute('#usage-panel', 'data-hours'));
+  // A record of a new hour may land between the page's read and ours.
+  assert.ok(hours === usage.data.hours.length || hours === usage.data.hours.length - 1, `${hours} hours drawn of ${usage.data.hours.length}`);
+  if (hours > 0) {
+    assert.equal(await page.getAttribute('#usage-chart polyline', 'data-points'), String(hours));
+    const explained = (await api('GET', `/cards/${card.id}/explain`, adminKey)).data;
+    const limits = explained.packages.filter((p) => p.status === 'active' && p.limit_mb !== null).length;
+    assert.equal(await page.locator('#usage-chart line[data-limit]').count(), limits);
+  }
   await shot('card');
+
+  step('in 中文 the explain sentence is rendered from its codes');
+  await page.selectOption('#lang', 'zh-CN');
+  let zh = '', zhState = '';
+  for (let i = 0; i < 3; i++) {
+    await page.waitForFunction(() => document.querySelector('[data-nav="overview"]').textContent === '总览');
+    await page.waitForSelector('#summary');
+    zh = await page.textContent('#summary');
+    const d = (await api('GET', `/cards/${card.id}/explain`, adminKey)).data.decision;
+    zhState = d.network_status === 0 ? '已停机' + (d.stop_reason ? '：' : '') : '在线';
+    if (zh.startsWith(zhState) && (!d.stop_reason || zh.includes(d.stop_reason))) break;
+    await page.reload();
+  }
+  assert.ok(zh.startsWith(zhState), `zh summary "${zh}" starts with "${zhState}"`);
+  assert.ok(!/evaluation|package|stopped|online/.test(zh), `zh summary "${zh}" has English words`);
+  assert.ok(/[\u4e00-\u9fff]/.test(await page.textContent('#would-change')), 'the would-change list is in Chinese');
+  await shot('card-zh');
+  await page.selectOption('#lang', 'en');
+  await page.waitForFunction(() => document.querySelector('[data-nav="overview"]').textContent === 'Overview');
 
   step('poll now as admin moves the manual trigger log and the worker polls the card');
   const before = await api('GET', '/polling-manual-trigger/logs?page_size=1', adminKey);
@@ -145,7 +212,39 @@ try {
     assert.ok(!(await page.isDisabled('[data-action="save"]')), 'save allowed after the dry run');
   }
   await shot('configs');
-  for (const p of ['alerts', 'concurrency', 'cleanup', 'audit']) {
+
+  step('an admin creates, edits, disables and deletes an alert rule');
+  await go('#/alerts', '[data-action="rule-new"]');
+  await page.click('[data-action="rule-new"]');
+  await page.fill('#rule-form input[name="name"]', 'ui backlog');
+  await page.selectOption('#rule-form select[name="metric"]', 'due_backlog');
+  await page.selectOption('#rule-form select[name="task_type"]', 'carddata');
+  await page.fill('#rule-form input[name="threshold"]', '-1');
+  await page.click('[data-action="rule-save"]');
+  await page.waitForFunction(() => document.getElementById('rule-error').textContent.includes('/threshold'));
+  await page.fill('#rule-form input[name="threshold"]', '1000');
+  await page.click('[data-action="rule-save"]');
+  await page.waitForSelector('#rule-secret');
+  const rule = (await api('GET', '/polling-alert-rules?page_size=100', adminKey)).data.items.find((r) => r.name === 'ui backlog');
+  assert.ok(rule, 'the rule was created');
+  assert.deepEqual([rule.metric, rule.task_type, rule.operator, rule.threshold, rule.enabled],
+    ['due_backlog', 'carddata', '>', '1000', true]);
+  await page.click(`[data-action="rule-edit-${rule.id}"]`);
+  await page.fill('#rule-form input[name="threshold"]', '2500');
+  await page.click('[data-action="rule-save"]');
+  await page.waitForFunction((id) => document.querySelector(`[data-threshold="${id}"]`)?.textContent === '> 2500', rule.id);
+  assert.equal((await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).data.threshold, '2500');
+  await page.click(`[data-action="rule-toggle-${rule.id}"]`);
+  await page.waitForFunction((id) => document.querySelector(`[data-enabled="${id}"]`)?.textContent === 'no', rule.id);
+  const toggled = (await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).data;
+  assert.deepEqual([toggled.enabled, toggled.threshold, toggled.task_type], [false, '2500', 'carddata']);
+  await shot('alerts');
+  page.once('dialog', (d) => d.accept());
+  await page.click(`[data-action="rule-delete-${rule.id}"]`);
+  await page.waitForFunction((id) => !document.querySelector(`[data-rule="${id}"]`), rule.id);
+  assert.equal((await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).status, 404);
+
+  for (const p of ['concurrency', 'cleanup', 'audit']) {
     await go('#/' + p, 'h1');
     await page.waitForLoadState('networkidle');
     await shot(p);
@@ -173,6 +272,8 @@ try {
   await shot('card-viewer');
   await go('#/configs', 'table');
   assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on configs');
+  await go('#/alerts', 'table');
+  assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on alerts');
   const forged = await page.evaluate(async (id) => {
     const r = await fetch('/api/admin/polling-manual-trigger/single', { method: 'POST',
       headers: { Authorization: 'Bearer ' + sessionStorage.getItem('cmp.key'), 'Content-Type': 'application/json' },

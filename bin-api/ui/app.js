@@ -13,7 +13,7 @@
         sessionStorage.setItem('cmp.key', input.value.trim());
         const r = await CMP.get('/ui/session');
         if (r.status !== 200) { sessionStorage.removeItem('cmp.key'); msg.textContent = t('login_bad'); return; }
-        CMP.session = r.data;
+        CMP.setSession(r.data);
         CMP.go('#/overview');
       } }, input, h('button', { class: 'act', type: 'submit', id: 'login' }, t('login')), msg);
       return h('div', { class: 'panel login' }, h('h1', null, t('login_title')), form);

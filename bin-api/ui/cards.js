@@ -1,6 +1,7 @@
 // Cards: search by ICCID prefix, MSISDN, card id or device; the card page with the explain
-// answer (sentence and evidence), next due per task type, packages against their limits, the
-// state-change timeline and the actions the key's role allows.
+// answer (sentence and evidence, rendered from its codes in the chosen language), the month's
+// usage chart against the packages' limits, next due per task type, packages against their
+// limits, the state-change timeline and the actions the key's role allows.
 (function () {
   'use strict';
   const h = CMP.h, t = I18N.t;
@@ -34,7 +35,7 @@
         [t('iccid'), function (c) { return h('a', { href: '#/card/' + c.id, 'data-iccid': c.iccid }, c.iccid); }],
         [t('msisdn'), function (c) { return c.msisdn || '–'; }],
         [t('network_status'), function (c) { return CMP.net(c.network_status); }],
-        [t('stop_reason'), function (c) { return c.stop_reason || '–'; }],
+        [t('stop_reason'), function (c) { return CMP.reasonName(c.stop_reason); }],
         [t('device_id'), function (c) { return c.device_id || '–'; }],
         [t('enable_polling'), function (c) { return t(c.enable_polling ? 'yes' : 'no'); }],
       ], results.items)));
@@ -98,25 +99,27 @@
     if (ex.status !== 200) return CMP.panel(t('card') + ' ' + args[0], h('p', { class: 'bad' }, CMP.problem(ex)));
     const e = ex.data, c = e.card;
     const changes = log.status === 200 ? log.data.items : e.recent_changes;
+    const usage = await CMP.usagePanel(id, e);
     return h('div', null,
       h('h1', null, t('card') + ' #' + c.id + ' · ' + c.iccid),
-      h('p', { class: 'summary', id: 'summary' }, e.summary),
+      h('p', { class: 'summary', id: 'summary', title: e.summary }, CMP.explainSummary(e)),
       h('p', { class: 'muted' }, t('msisdn') + ' ' + (c.msisdn || '–') + ' · ' + t('carrier') + ' ' + c.carrier_id +
         ' · ' + t('device_id') + ' ' + (c.device_id || '–') + ' · ' + t('usage_month') + ' ' +
-        I18N.num(Number(c.data_usage_mb), 2) + ' MB · ' + I18N.date(e.evaluated_at)),
+        I18N.num(Number(c.data_usage_mb), 2) + ' MB · ', CMP.time(e.evaluated_at)),
       actions(e, id),
       h('div', { class: 'cols' }, evidence(e), packages(e)),
+      usage,
       h('div', { class: 'cols' },
         CMP.panel(t('next_due'), CMP.table([
           [t('task_type'), function (n) { return n.task_type; }],
-          [t('next_due'), function (n) { return n.next_check_at ? I18N.date(n.next_check_at) : t('not_queued'); }],
+          [t('next_due'), function (n) { return n.next_check_at ? CMP.time(n.next_check_at) : t('not_queued'); }],
           [t('scheduled'), function (n) { return t(n.scheduled ? 'yes' : 'no') + (n.manual ? ' · ' + t('manual') : ''); }],
         ], e.next_due)),
-        CMP.panel(t('would_change'), h('ul', null, e.would_change.map(function (w) { return h('li', null, w); })))),
+        CMP.panel(t('would_change'), h('ul', { id: 'would-change' }, CMP.explainChanges(e).map(function (w) { return h('li', null, w); })))),
       CMP.panel(t('timeline'), changes.length === 0 ? h('p', { class: 'muted' }, t('none')) : CMP.table([
-        [t('when'), function (l) { return I18N.date(l.created_at); }],
+        [t('when'), function (l) { return CMP.time(l.created_at); }],
         [t('status'), function (l) { return CMP.net(l.from_status) + ' → ' + CMP.net(l.to_status); }],
-        [t('stop_reason'), function (l) { return l.stop_reason || '–'; }],
+        [t('stop_reason'), function (l) { return CMP.reasonName(l.stop_reason); }],
         [t('trigger'), function (l) { return l.trigger; }],
         [t('outcome'), function (l) { return typeof l.gateway_outcome === 'string' ? l.gateway_outcome : JSON.stringify(l.gateway_outcome); }],
       ], changes)));

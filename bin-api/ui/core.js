@@ -6,6 +6,11 @@
   const CMP = { pages: {}, session: null, paused: false, current: null };
 
   CMP.key = function () { return sessionStorage.getItem('cmp.key'); };
+  // The key's name and role and the deployment's zone, from /ui/session.
+  CMP.setSession = function (s) {
+    CMP.session = s;
+    I18N.setZone(s && s.timezone);
+  };
 
   // Calls an /api/admin route; resolves {status, data}; never throws on an HTTP status.
   CMP.api = async function (method, path, body) {
@@ -27,7 +32,7 @@
 
   // h('div', {class: 'x', onclick: f}, child, ...): children are nodes, strings or arrays.
   CMP.h = function (tag, attrs) {
-    const svg = ['svg', 'path', 'line', 'rect', 'text', 'g', 'polyline', 'title'].includes(tag);
+    const svg = ['svg', 'path', 'line', 'rect', 'text', 'g', 'polyline', 'circle', 'title'].includes(tag);
     const el = svg ? document.createElementNS('http' + '://www.w3.org/2000/svg', tag)
       : document.createElement(tag);
     for (const k in attrs || {}) {
@@ -72,6 +77,10 @@
           }));
         })));
   };
+  // A date in the chosen locale and the deployment's zone, as <time datetime=ISO>.
+  CMP.time = function (iso) {
+    return iso ? h('time', { datetime: iso }, I18N.date(iso)) : '–';
+  };
   // network_status and real_name_status are 0/1 on the wire.
   CMP.net = function (v) { return t(v === 1 ? 'online' : 'stopped'); };
   CMP.realName = function (v) { return t(v === 1 ? 'verified' : 'not_verified'); };
@@ -94,7 +103,7 @@
   CMP.logout = function () {
     if (!CMP.key() && !CMP.session) return;
     sessionStorage.removeItem('cmp.key');
-    CMP.session = null;
+    CMP.setSession(null);
     CMP.go('#/login');
   };
   // Shows `hash`: the hashchange event renders it, or a render now when it is already shown
@@ -112,7 +121,7 @@
     else if (!CMP.session) {
       const r = await CMP.get('/ui/session');
       if (r.status !== 200) { sessionStorage.removeItem('cmp.key'); name = 'login'; }
-      else CMP.session = r.data;
+      else CMP.setSession(r.data);
     }
     const page = CMP.pages[name] || CMP.pages.overview;
     CMP.current = { page: page, args: parts.slice(1) };
@@ -136,8 +145,11 @@
         return h('a', { href: '#/' + n, class: n === name || (n === 'cards' && name === 'card') ? 'on' : null,
           'data-nav': n }, t(n));
       }) : []);
-    document.getElementById('who').textContent = logged
-      ? CMP.session.name + ' (' + CMP.session.role + ')' : '';
+    const who = document.getElementById('who');
+    who.textContent = logged ? CMP.session.name + ' (' + CMP.session.role + ')' : '';
+    const zone = document.getElementById('zone');
+    zone.textContent = logged && I18N.zone ? I18N.zone : '';
+    zone.title = t('timezone');
     document.getElementById('logout').hidden = !logged;
     const p = document.getElementById('pause');
     p.hidden = !logged;

@@ -1,4 +1,5 @@
-// Translations (en, zh-CN) and locale-aware formatting with Intl.
+// Translations (en, zh-CN) and locale-aware formatting with Intl. Dates are shown in the
+// deployment's zone (CMP_TIMEZONE, told by /ui/session), never the browser's.
 (function () {
   'use strict';
   const en = {
@@ -42,6 +43,15 @@
     finished: 'Finished', rows_deleted: 'Rows deleted', who: 'Who', method: 'Method', route: 'Route',
     path: 'Path', target: 'Target', admin_only: 'Admin keys only', refreshed: 'Updated',
     count: 'Count', scope: 'Scope', verified: 'verified', not_verified: 'not verified', viewer_note: 'Read-only key: write controls are hidden.',
+    timezone: 'Time zone', usage_chart: 'Usage this month', month_total: 'Month total (MB)',
+    limit_of: 'limit of package', usage_note: 'Hourly, from the usage records; package limits in virtual MB.',
+    no_usage: 'No usage recorded this month', new_rule: 'New rule', delete: 'Delete',
+    confirm_delete: 'Delete this rule and its history?', cooldown: 'Cooldown (s)', webhook: 'Webhook URL',
+    operator: 'Operator', not_valid_now: 'not valid now', secret_once: 'Webhook secret (shown once):', saved: 'Saved', task_any: 'any',
+    gateway_calls: 'Gateway calls', polls_by_type: 'Polls and failures by task type',
+    backlog_by_type: 'Due backlog by task type', gateway_chart: 'Gateway calls, errors and throttles',
+    oldest_chart: 'Oldest due age (s) by task type', per_minute: 'per minute', per_hour: 'per hour',
+    per_day: 'per day', all_types: 'all types',
   };
   const zh = {
     brand: 'CMP 轮询', pause: '暂停', resume: '继续', logout: '退出',
@@ -84,6 +94,15 @@
     finished: '结束', rows_deleted: '删除行数', who: '操作人', method: '方法', route: '路由',
     path: '路径', target: '对象', admin_only: '仅管理员密钥', refreshed: '更新于',
     count: '数量', scope: '范围', verified: '已实名', not_verified: '未实名', viewer_note: '只读密钥：已隐藏写操作。',
+    timezone: '时区', usage_chart: '本月用量', month_total: '当月累计（MB）',
+    limit_of: '套餐上限', usage_note: '按小时汇总用量记录；套餐上限为虚拟流量（MB）。',
+    no_usage: '本月暂无用量记录', new_rule: '新建规则', delete: '删除',
+    confirm_delete: '删除该规则及其历史？', cooldown: '冷却（秒）', webhook: 'Webhook 地址',
+    operator: '比较', not_valid_now: '当前无效', secret_once: 'Webhook 密钥（仅显示一次）：', saved: '已保存', task_any: '全部',
+    gateway_calls: '网关调用', polls_by_type: '各任务类型轮询与失败',
+    backlog_by_type: '各任务类型到期积压', gateway_chart: '网关调用、错误与限流',
+    oldest_chart: '各任务类型最久到期时长（秒）', per_minute: '每分钟', per_hour: '每小时',
+    per_day: '每天', all_types: '全部类型',
   };
   const dicts = { en: en, 'zh-CN': zh };
   const pick = function () {
@@ -92,8 +111,16 @@
     return (navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh-CN' : 'en';
   };
   let lang = pick();
+  // The deployment's zone (CMP_TIMEZONE); undefined until the session names it.
+  let zone;
   const I18N = {
     get lang() { return lang; },
+    get zone() { return zone; },
+    setZone(z) {
+      try { new Intl.DateTimeFormat('en', { timeZone: z }); zone = z; } catch (e) { zone = undefined; }
+    },
+    // An Intl.DateTimeFormat in the chosen locale and the deployment's zone.
+    dateFormat(opts) { return new Intl.DateTimeFormat(lang, Object.assign({ timeZone: zone }, opts)); },
     set(l) { if (dicts[l]) { lang = l; localStorage.setItem('cmp.lang', l); } },
     t(key) { return dicts[lang][key] || en[key] || key; },
     num(n, digits) {
@@ -106,8 +133,7 @@
     },
     date(iso) {
       if (!iso) return '–';
-      return new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'medium' })
-        .format(new Date(iso));
+      return I18N.dateFormat({ dateStyle: 'medium', timeStyle: 'medium' }).format(new Date(iso));
     },
     secs(s) {
       s = Number(s) || 0;

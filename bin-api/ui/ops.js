@@ -1,39 +1,11 @@
-// Alerts (rules, firing, history), Concurrency (current and max per type; admins set the max),
-// Cleanup (configs, preview, run, progress, logs) and Audit (the operators' writes; admin keys).
+// Concurrency (current and max per type; admins set the max), Cleanup (configs, preview, run,
+// progress, logs) and Audit (the operators' writes; admin keys). Alerts are in alerts.js.
 (function () {
   'use strict';
   const h = CMP.h, t = I18N.t;
   const replaceIf = function (page, node) {
     if (CMP.current && CMP.current.page === page) document.getElementById('main').replaceChildren(node);
   };
-
-  async function alerts() {
-    const [rules, hist] = await Promise.all([CMP.get('/polling-alert-rules?page_size=100'),
-      CMP.get('/polling-alert-history?page_size=100')]);
-    const out = h('div', null, h('h1', null, t('alerts')));
-    if (rules.status !== 200) { out.appendChild(CMP.na(t('alerts'))); return out; }
-    const names = {};
-    rules.data.items.forEach(function (r) { names[r.id] = r.name; });
-    out.appendChild(CMP.panel(t('rules'), CMP.table([
-      ['#', function (r) { return String(r.id); }],
-      [t('name'), function (r) { return r.name; }],
-      [t('metric'), function (r) { return r.metric + (r.task_type ? ' · ' + r.task_type : '') + (r.stop_reason ? ' · ' + r.stop_reason : ''); }],
-      [t('threshold'), function (r) { return r.operator + ' ' + r.threshold; }],
-      [t('window'), function (r) { return I18N.num(r.window_secs); }, true],
-      [t('enabled'), function (r) { return t(r.enabled ? 'yes' : 'no'); }],
-    ], rules.data.items)));
-    if (hist.status === 200) {
-      out.appendChild(CMP.panel(t('history'), CMP.table([
-        [t('name'), function (a) { return names[a.rule_id] || '#' + a.rule_id; }],
-        [t('value'), function (a) { return a.value; }, true],
-        [t('fired_at'), function (a) { return I18N.date(a.fired_at); }],
-        [t('resolved_at'), function (a) { return a.resolved_at ? I18N.date(a.resolved_at) : h('span', { class: 'bad' }, t('firing')); }],
-        [t('notified'), function (a) { return t(a.notified ? 'yes' : 'no') + (a.notify_error ? ' · ' + a.notify_error : ''); }],
-      ], hist.data.items)));
-    }
-    return out;
-  }
-  CMP.pages.alerts = { render: alerts, refresh: async function () { replaceIf(CMP.pages.alerts, await alerts()); } };
 
   async function concurrency() {
     const r = await CMP.get('/polling-concurrency');

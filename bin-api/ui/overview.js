@@ -1,4 +1,5 @@
-// Overview (fleet, per task type rates, backlog, initializer, firing alerts, history charts)
+// Overview (fleet, per task type rates, backlog, initializer, firing alerts, history charts in
+// the deployment's zone)
 // and Queues (shard x task type heat map, manual list lengths). Every call is a monitoring
 // route; a route answering 404 (not on this server) shows a "not available" panel.
 (function () {
@@ -17,10 +18,10 @@
         CMP.stat(t('online'), I18N.num(Math.max(0, c.cards - stopped)), 'online'),
         CMP.stat(t('stopped'), I18N.num(stopped), 'stopped'),
         Object.keys(c.stopped_by_reason || {}).map(function (r) {
-          return CMP.stat(t('stopped') + ': ' + r, I18N.num(c.stopped_by_reason[r]), 'stopped_' + r);
+          return CMP.stat(t('stopped') + ': ' + CMP.reasonName(r), I18N.num(c.stopped_by_reason[r]), 'stopped_' + r);
         })),
-      h('p', { class: 'muted' }, t('source') + ': ' + c.source + ' · ' + t('refreshed') + ' ' +
-        I18N.date(stats.generated_at)));
+      h('p', { class: 'muted', id: 'refreshed' }, t('source') + ': ' + c.source + ' · ' + t('refreshed') + ' ',
+        CMP.time(stats.generated_at)));
   }
 
   function tasks(stats) {
@@ -52,28 +53,64 @@
       : CMP.table([
         [t('name'), function (a) { return names[a.rule_id] || '#' + a.rule_id; }],
         [t('value'), function (a) { return a.value; }, true],
-        [t('fired_at'), function (a) { return I18N.date(a.fired_at); }],
+        [t('fired_at'), function (a) { return CMP.time(a.fired_at); }],
       ], firing));
   }
 
+  // The history of the fleet (`all`: gateway calls, errors, throttles) and of each task type
+  // (polls, failures, due backlog, oldest due age): five reads of the sampled history, at most
+  // 1,440 points each. The samples are written once a minute, so they are read again only
+  // when the range changes or HISTORY_MS has passed, not on every refresh.
+  const HISTORY_MS = 30000;
+  let cache = null; // {range, at, answers}
+  async function historyData() {
+    if (cache && cache.range === range && Date.now() - cache.at < HISTORY_MS) return cache.answers;
+    const scopes = ['all'].concat(TYPES);
+    const answers = await Promise.all(scopes.map(function (s) {
+      return CMP.get('/polling-stats/history?scope=' + s + '&range=' + range);
+    }));
+    if (answers.every(function (a) { return a.status === 200; })) cache = { range: range, at: Date.now(), answers: answers };
+    return answers;
+  }
+  const TYPES = ['realname', 'carddata', 'package', 'protect'];
+
   async function history() {
-    const r = await CMP.get('/polling-stats/history?scope=all&range=' + range);
+    const answers = await historyData();
     const tabs = h('div', { class: 'row tabs' }, RANGES.map(function (x) {
       return h('button', { type: 'button', class: x === range ? 'on' : null, 'data-range': x,
         onclick: function () { range = x; refresh(); } }, t('range_' + x));
     }));
-    if (r.status !== 200) return CMP.na(t('history'));
-    const pts = r.data.points || [];
-    const s = function (label, f) {
-      return { label: label, points: pts.map(function (p) { return [new Date(p.bucket_at), f(p)]; }) };
+    if (answers.some(function (a) { return a.status !== 200; })) return CMP.na(t('history'));
+    const all = answers[0].data, types = answers.slice(1).map(function (a) { return a.data; });
+    const per = ' (' + t('per_' + all.resolution) + ')';
+    const series = function (data, label, f) {
+      return { label: label, points: data.points.map(function (p) { return [new Date(p.bucket_at), f(p)]; }) };
     };
-    return CMP.panel(t('history'), tabs, h('div', { class: 'cols' },
-      h('div', null, CMP.lineChart([s(t('polls'), function (p) { return p.polls; }),
-        s(t('failures'), function (p) { return p.failures; }),
-        s(t('gateway_errors'), function (p) { return p.gateway_errors; }),
-        s(t('gateway_throttles'), function (p) { return p.gateway_throttles; })])),
-      h('div', null, CMP.lineChart([s(t('due_backlog'), function (p) { return p.due_backlog; }),
-        s(t('oldest_due') + ' (s)', function (p) { return p.oldest_due_age_secs; })]))));
+    const byType = function (f) {
+      return types.map(function (d, i) { return series(d, TYPES[i], f); });
+    };
+    // Failures of every type summed per bucket.
+    const failures = {};
+    types.forEach(function (d) {
+      d.points.forEach(function (p) { failures[p.bucket_at] = (failures[p.bucket_at] || 0) + p.failures; });
+    });
+    const failSeries = { label: t('failures') + ' (' + t('all_types') + ')', points: Object.keys(failures).sort()
+      .map(function (k) { return [new Date(k), failures[k]]; }) };
+    // The range's span, from its first sample when the history is younger than the range.
+    let first = +new Date(all.to);
+    answers.forEach(function (a) { if (a.data.points.length) first = Math.min(first, +new Date(a.data.points[0].bucket_at)); });
+    const span = { x0: new Date(Math.max(+new Date(all.from), first)), x1: new Date(all.to) };
+    const chart = function (id, title, s) {
+      return h('div', { 'data-chart': id }, CMP.lineChart(s, Object.assign({ title: title, id: 'chart-' + id }, span)));
+    };
+    return CMP.panel(t('history'), tabs, h('div', { class: 'charts' },
+      chart('polls', t('polls_by_type') + per, byType(function (p) { return p.polls; }).concat([failSeries])),
+      chart('gateway', t('gateway_chart') + per, [
+        series(all, t('gateway_calls'), function (p) { return p.gateway_calls; }),
+        series(all, t('gateway_errors'), function (p) { return p.gateway_errors; }),
+        series(all, t('gateway_throttles'), function (p) { return p.gateway_throttles; })]),
+      chart('backlog', t('backlog_by_type'), byType(function (p) { return p.due_backlog; })),
+      chart('oldest', t('oldest_chart'), byType(function (p) { return p.oldest_due_age_secs; }))));
   }
 
   async function build() {

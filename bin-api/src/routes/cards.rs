@@ -1,10 +1,13 @@
-//! Cards: create, import, list, get, delete, status, operator stop/start, state log, explain.
+//! Cards: create, import, list, get, delete, status, operator stop/start, state log, explain,
+//! the month's usage.
 
 use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
-use admin::{CardAction, CardBody, CardStatusBody, Explanation, ImportBody, ImportReport};
+use admin::{
+    CardAction, CardBody, CardStatusBody, Explanation, ImportBody, ImportReport, MonthUsage,
+};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -28,6 +31,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(start))
         .routes(routes!(state_log))
         .routes(routes!(explain))
+        .routes(routes!(usage))
 }
 
 /// The operators' card filters; every one given must hold.
@@ -187,4 +191,30 @@ async fn explain(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<Explanation>> {
     Ok(Json(state.admin.explain(CardId(id)).await?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct UsageQuery {
+    /// `YYYY-MM` of the deployment's calendar (`CMP_TIMEZONE`); default: the current month.
+    #[param(example = "2026-12")]
+    month: Option<String>,
+}
+
+/// The card's usage over a month by hour (`tb_data_usage_record`; at most 745 rows), for a
+/// chart against its packages' limits (beyond the seed; the dashboard's card page).
+#[utoipa::path(get, path = "/cards/{id}/usage", tag = "operators",
+    params(("id" = i64, Path, description = "card id"), UsageQuery),
+    responses((status = 200, body = MonthUsage)))]
+async fn usage(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<UsageQuery>,
+) -> ApiResult<Json<MonthUsage>> {
+    Ok(Json(
+        state
+            .admin
+            .month_usage(CardId(id), q.month.as_deref())
+            .await?,
+    ))
 }

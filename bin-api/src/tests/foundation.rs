@@ -236,8 +236,9 @@ async fn every_route_checks_keys_and_roles() {
             checked += 1;
         }
     }
-    // 35 of part 1, 23 of part 2 (monitoring, concurrency, alerts, cleanup) and the history.
-    assert_eq!(checked, 35 + 24);
+    // 35 of part 1, 23 of part 2 (monitoring, concurrency, alerts, cleanup), the history and
+    // a card's month of usage.
+    assert_eq!(checked, 35 + 25);
     let after = (
         w.stores.cards.count().await.unwrap(),
         w.stores.configs.list_all().await.unwrap(),

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod assets;
+mod card_usage;
 mod cards;
 mod configs;
 mod devices;

@@ -70,6 +70,8 @@ async fn the_session_names_the_role_of_the_key() {
     assert_eq!(a.ok(StatusCode::OK)["role"], "viewer");
     let a = w.get("/ui/session", ADMIN).await;
     assert_eq!(a.ok(StatusCode::OK)["role"], "admin");
+    // The zone every date of the pages is shown in: CMP_TIMEZONE (its default here).
+    assert_eq!(a.ok(StatusCode::OK)["timezone"], "Asia/Shanghai");
     w.get("/ui/session", "cmp_nope")
         .await
         .problem(StatusCode::UNAUTHORIZED);

@@ -3,7 +3,7 @@
 use domain::Clock;
 use domain::store::{
     AdminAuditStore, CardAdminStore, CardStore, DeviceStore, ManualTriggerLogStore, PackageStore,
-    PollingConfigStore,
+    PollingConfigStore, UsageHistoryStore,
 };
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
@@ -22,6 +22,7 @@ pub struct AdminStores {
     pub configs: Arc<dyn PollingConfigStore>,
     pub manual_triggers: Arc<dyn ManualTriggerLogStore>,
     pub audit: Arc<dyn AdminAuditStore>,
+    pub usage_history: Arc<dyn UsageHistoryStore>,
 }
 
 /// The services behind the admin API. Cheap to clone; one per process.
@@ -37,6 +38,8 @@ pub struct Admin {
     pub(crate) clock: Arc<dyn Clock>,
     /// `CMP_PROTECT_PERIOD_SECS`: how long a device stop or start is protected.
     pub(crate) protect_period: Duration,
+    /// `CMP_TIMEZONE`: the calendar of a month asked for by the API.
+    pub(crate) timezone: chrono_tz::Tz,
 }
 
 impl std::fmt::Debug for Admin {
@@ -56,6 +59,7 @@ pub struct AdminParts {
     pub protect: ProtectKeys,
     pub clock: Arc<dyn Clock>,
     pub protect_period: Duration,
+    pub timezone: chrono_tz::Tz,
 }
 
 impl Admin {
@@ -70,7 +74,13 @@ impl Admin {
             protect: p.protect,
             clock: p.clock,
             protect_period: p.protect_period,
+            timezone: p.timezone,
         }
+    }
+
+    /// `CMP_TIMEZONE`, the deployment's calendar (the dashboard formats dates in it).
+    pub fn timezone(&self) -> chrono_tz::Tz {
+        self.timezone
     }
 
     /// The audit store, for the API's audit layer.

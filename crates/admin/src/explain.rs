@@ -6,7 +6,7 @@
 //! the conditions that would change the decision, ending in one sentence an operator can read.
 
 use crate::error::StoreResultExt;
-use crate::explain_text::{summary, would_change};
+use crate::explain_text::{ExplainPhrases, english, phrases, summary};
 use crate::{Admin, AdminError};
 use chrono::{DateTime, TimeZone, Utc};
 use domain::store::Page;
@@ -107,10 +107,13 @@ pub struct Explanation {
     pub next_due: Vec<NextDue>,
     /// The card's last stops, starts and reason changes, newest first.
     pub recent_changes: Vec<CardStateLog>,
-    /// Conditions that would change the decision.
+    /// Conditions that would change the decision (English).
     pub would_change: Vec<String>,
-    /// One sentence.
+    /// One sentence (English).
     pub summary: String,
+    /// `summary` and `would_change` in machine-readable form: codes and parameters, for a
+    /// client to render in its own language and time zone.
+    pub phrases: ExplainPhrases,
     pub evaluated_at: DateTime<Utc>,
 }
 
@@ -224,10 +227,12 @@ impl Admin {
             recent_changes,
             would_change: Vec::new(),
             summary: String::new(),
+            phrases: ExplainPhrases::default(),
             evaluated_at: now,
         };
-        out.would_change = would_change(&out);
-        out.summary = summary(&out);
+        out.phrases = phrases(&out);
+        out.would_change = out.phrases.would_change.iter().map(english).collect();
+        out.summary = summary(&out.phrases);
         Ok(out)
     }
 }

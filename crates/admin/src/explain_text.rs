@@ -1,137 +1,319 @@
-//! The sentences of the explain page: what would change the decision, and a summary.
+//! The sentences of the explain page, built once in machine-readable form — a [`Phrase`] is a
+//! code and its parameters — and rendered into the English `summary` and `would_change` texts
+//! from those same phrases. A client (the dashboard) renders the phrases in its own language
+//! and time zone; the English texts stay for API users.
 
 use crate::explain::{Explanation, PackageEvidence};
+use chrono::{DateTime, SecondsFormat, Utc};
 use domain::{NetworkStatus, PackageOwner, StopReason};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
 
-fn owner(o: PackageOwner) -> String {
-    match o {
-        PackageOwner::Card(c) => format!("card {c}"),
-        PackageOwner::Device(d) => format!("device {d}"),
+/// What a phrase says; its parameters are listed with each code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PhraseCode {
+    /// The card is online.
+    #[default]
+    StateOnline,
+    /// The card is stopped; `reason` (absent: none recorded).
+    StateStopped,
+    /// Not real-named and not an industry card.
+    EvidenceNotRealname,
+    /// `owner_kind` (`card`/`device`) `owner_id` has no valid package.
+    EvidenceNoPackage,
+    /// Valid package `package` used `used_mb` of `limit_mb` (absent: unlimited).
+    EvidencePackageUsed,
+    /// Real-name satisfied, `valid_packages` valid package(s) with room.
+    EvidenceSatisfied,
+    /// The next evaluation stops it for `reason`.
+    NextStop,
+    /// The next evaluation resumes it.
+    NextStart,
+    /// The next evaluation records reason `reason`.
+    NextChangeReason,
+    /// A protect period holds it; automation waits.
+    NextProtectPeriod,
+    /// An operator stopped it; automation never resumes it.
+    NextManualStop,
+    /// No change is due.
+    NextNothing,
+    /// The device's stop protect period ends in `secs` seconds.
+    ChangeStopProtect,
+    /// The device's start protect period ends in `secs` seconds.
+    ChangeStartProtect,
+    /// Only an operator's start resumes it.
+    ChangeManualStop,
+    /// Real-name verification would lift `not_realname`.
+    ChangeRealnameLifts,
+    /// A valid package for `owner_kind` `owner_id` would lift `no_package`.
+    ChangePackageLiftsNoPackage,
+    /// A valid package with room for `owner_kind` `owner_id` would lift `traffic_exhausted`,
+    /// as would the monthly reset at `reset_at` (RFC 3339; absent: no reset known).
+    ChangePackageLiftsTraffic,
+    /// Real-name verification would be required.
+    ChangeRealnameRequired,
+    /// Losing real-name verification would stop it.
+    ChangeLosingRealname,
+    /// With no new package it stops (`no_package`) when its last valid package expires at
+    /// `at` (RFC 3339).
+    ChangeLastPackageExpires,
+    /// Package `package` stops it when used reaches `limit_mb` (now `used_mb`), unless another
+    /// valid package has room.
+    ChangePackageLimit,
+    /// No enabled polling config matches: the card is not polled.
+    ChangeNoConfig,
+}
+
+/// One phrase: a code and its parameters (numbers as decimal strings, times as RFC 3339).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Phrase {
+    pub code: PhraseCode,
+    pub params: BTreeMap<String, String>,
+}
+
+impl Phrase {
+    fn new(code: PhraseCode) -> Self {
+        Phrase {
+            code,
+            params: BTreeMap::new(),
+        }
+    }
+
+    fn with(mut self, key: &str, value: impl ToString) -> Self {
+        self.params.insert(key.to_owned(), value.to_string());
+        self
+    }
+
+    fn with_owner(self, o: PackageOwner) -> Self {
+        match o {
+            PackageOwner::Card(c) => self.with("owner_kind", "card").with("owner_id", c),
+            PackageOwner::Device(d) => self.with("owner_kind", "device").with("owner_id", d),
+        }
+    }
+
+    fn param(&self, key: &str) -> &str {
+        self.params.get(key).map_or("", String::as_str)
     }
 }
 
-fn limit(p: &PackageEvidence) -> String {
-    p.limit_mb
-        .map_or("unlimited".to_owned(), |l| format!("{l} MB"))
+/// The summary and the conditions that would change the decision, as phrases. The summary
+/// reads `state — evidence, …; next; first would_change`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ExplainPhrases {
+    pub state: Phrase,
+    pub evidence: Vec<Phrase>,
+    pub next: Phrase,
+    /// Item for item the `would_change` texts.
+    pub would_change: Vec<Phrase>,
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
 fn valid(e: &Explanation) -> impl Iterator<Item = &PackageEvidence> {
     e.packages.iter().filter(|p| p.valid)
 }
 
-fn earliest_reset(e: &Explanation) -> Option<String> {
-    valid(e)
-        .filter_map(|p| p.next_reset_at)
-        .min()
-        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+fn used(code: PhraseCode, p: &PackageEvidence) -> Phrase {
+    let phrase = Phrase::new(code)
+        .with("package", p.id)
+        .with("used_mb", p.used_mb);
+    match p.limit_mb {
+        Some(l) => phrase.with("limit_mb", l),
+        None => phrase,
+    }
 }
 
-/// Every condition that would change the decision.
-pub(crate) fn would_change(e: &Explanation) -> Vec<String> {
+fn change_phrases(e: &Explanation) -> Vec<Phrase> {
+    use PhraseCode as C;
     let mut out = Vec::new();
     if let Some(ttl) = e.protect.stop_ttl_secs {
-        out.push(format!(
-            "the device's stop protect period ends in {ttl} s; until then the protect handler keeps the card stopped and automation does nothing"
-        ));
+        out.push(Phrase::new(C::ChangeStopProtect).with("secs", ttl));
     }
     if let Some(ttl) = e.protect.start_ttl_secs {
-        out.push(format!(
-            "the device's start protect period ends in {ttl} s; until then the protect handler keeps the card online and automation does nothing"
-        ));
+        out.push(Phrase::new(C::ChangeStartProtect).with("secs", ttl));
     }
     if e.decision.manual_stop {
-        out.push(
-            "stopped by an operator: only an operator's start (POST /cards/{id}/start) resumes it"
-                .to_owned(),
-        );
+        out.push(Phrase::new(C::ChangeManualStop));
     }
     match e.decision.holding_reason {
-        Some(StopReason::NotRealname) => out
-            .push("real-name verification (real_name_status 1) would lift not_realname".to_owned()),
-        Some(StopReason::NoPackage) => out.push(format!(
-            "a valid package for {} (POST /package-usages) would lift no_package",
-            owner(e.package_owner)
-        )),
+        Some(StopReason::NotRealname) => out.push(Phrase::new(C::ChangeRealnameLifts)),
+        Some(StopReason::NoPackage) => {
+            out.push(Phrase::new(C::ChangePackageLiftsNoPackage).with_owner(e.package_owner));
+        }
         Some(StopReason::TrafficExhausted) => {
-            let mut s = format!(
-                "a valid package with room for {} would lift traffic_exhausted",
-                owner(e.package_owner)
-            );
-            if let Some(reset) = earliest_reset(e) {
-                s.push_str(&format!(", as would the monthly reset on {reset}"));
-            }
-            out.push(s);
+            let p = Phrase::new(C::ChangePackageLiftsTraffic).with_owner(e.package_owner);
+            out.push(match valid(e).filter_map(|p| p.next_reset_at).min() {
+                Some(reset) => p.with("reset_at", rfc3339(reset)),
+                None => p,
+            });
         }
         _ => {
             if !e.real_name.satisfied {
-                out.push("real-name verification would be required".to_owned());
+                out.push(Phrase::new(C::ChangeRealnameRequired));
             } else if !e.real_name.industry_exemption {
-                out.push("losing real-name verification would stop it (not_realname)".to_owned());
+                out.push(Phrase::new(C::ChangeLosingRealname));
             }
             if let Some(end) = valid(e).filter_map(|p| p.expires_at).max() {
-                out.push(format!(
-                    "with no new package, it stops (no_package) when its last valid package expires at {}",
-                    end.format("%Y-%m-%d %H:%M UTC")
-                ));
+                out.push(Phrase::new(C::ChangeLastPackageExpires).with("at", rfc3339(end)));
             }
             for p in valid(e).filter(|p| p.limit_mb.is_some()) {
-                out.push(format!(
-                    "package {} stops it (traffic_exhausted) when used reaches {} (now {} MB), unless another valid package has room",
-                    p.id,
-                    limit(p),
-                    p.used_mb
-                ));
+                out.push(used(C::ChangePackageLimit, p));
             }
         }
     }
     if e.config.is_none() {
-        out.push("no enabled polling config matches: the card is not polled, so no poll will change anything; a matching config would".to_owned());
+        out.push(Phrase::new(C::ChangeNoConfig));
     }
     out
 }
 
-/// One sentence.
-pub(crate) fn summary(e: &Explanation) -> String {
+/// The phrases of an explanation (every field but `phrases`, `summary` and `would_change`
+/// filled in).
+pub(crate) fn phrases(e: &Explanation) -> ExplainPhrases {
+    use PhraseCode as C;
     let d = &e.decision;
     let state = match (d.network_status, d.stop_reason) {
-        (NetworkStatus::Online, _) => "online".to_owned(),
-        (NetworkStatus::Stopped, Some(r)) => format!("stopped: {r}"),
-        (NetworkStatus::Stopped, None) => "stopped".to_owned(),
+        (NetworkStatus::Online, _) => Phrase::new(C::StateOnline),
+        (NetworkStatus::Stopped, Some(r)) => Phrase::new(C::StateStopped).with("reason", r),
+        (NetworkStatus::Stopped, None) => Phrase::new(C::StateStopped),
     };
-    let evidence = match e.decision.holding_reason {
-        Some(StopReason::NotRealname) => "not real-named and not an industry card".to_owned(),
-        Some(StopReason::NoPackage) => format!("{} has no valid package", owner(e.package_owner)),
+    let evidence = match d.holding_reason {
+        Some(StopReason::NotRealname) => vec![Phrase::new(C::EvidenceNotRealname)],
+        Some(StopReason::NoPackage) => {
+            vec![Phrase::new(C::EvidenceNoPackage).with_owner(e.package_owner)]
+        }
         Some(StopReason::TrafficExhausted) => {
-            let used: Vec<String> = valid(e)
-                .map(|p| format!("package {} used {} of {}", p.id, p.used_mb, limit(p)))
-                .collect();
-            used.join(", ")
+            valid(e).map(|p| used(C::EvidencePackageUsed, p)).collect()
         }
-        _ => {
-            let n = valid(e).count();
-            format!("real-name satisfied, {n} valid package(s) with room")
-        }
+        _ => vec![Phrase::new(C::EvidenceSatisfied).with("valid_packages", valid(e).count())],
     };
+    let reason = d.reason.clone().unwrap_or_default();
     let next = match d.action.as_str() {
-        "stop" => format!(
-            "the next evaluation stops it ({})",
-            d.reason.as_deref().unwrap_or("")
-        ),
-        "start" => "the next evaluation resumes it".to_owned(),
-        "change_reason" => format!(
-            "the next evaluation records reason {}",
-            d.reason.as_deref().unwrap_or("")
-        ),
+        "stop" => Phrase::new(C::NextStop).with("reason", reason),
+        "start" => Phrase::new(C::NextStart),
+        "change_reason" => Phrase::new(C::NextChangeReason).with("reason", reason),
         _ => match d.reason.as_deref() {
-            Some("protect_period") => "a protect period holds it; automation waits".to_owned(),
-            Some("manual_stop") => "an operator stopped it; automation never resumes it".to_owned(),
-            _ => "no change is due".to_owned(),
+            Some("protect_period") => Phrase::new(C::NextProtectPeriod),
+            Some("manual_stop") => Phrase::new(C::NextManualStop),
+            _ => Phrase::new(C::NextNothing),
         },
     };
-    let hint = e
+    ExplainPhrases {
+        state,
+        evidence,
+        next,
+        would_change: change_phrases(e),
+    }
+}
+
+fn owner(p: &Phrase) -> String {
+    format!("{} {}", p.param("owner_kind"), p.param("owner_id"))
+}
+
+fn limit(p: &Phrase) -> String {
+    p.params
+        .get("limit_mb")
+        .map_or("unlimited".to_owned(), |l| format!("{l} MB"))
+}
+
+fn minute(rfc: &str) -> String {
+    DateTime::parse_from_rfc3339(rfc).map_or(rfc.to_owned(), |t| {
+        t.with_timezone(&Utc)
+            .format("%Y-%m-%d %H:%M UTC")
+            .to_string()
+    })
+}
+
+/// A phrase in English (the API's `summary` and `would_change` texts).
+pub(crate) fn english(p: &Phrase) -> String {
+    use PhraseCode as C;
+    match p.code {
+        C::StateOnline => "online".to_owned(),
+        C::StateStopped => match p.params.get("reason") {
+            Some(r) => format!("stopped: {r}"),
+            None => "stopped".to_owned(),
+        },
+        C::EvidenceNotRealname => "not real-named and not an industry card".to_owned(),
+        C::EvidenceNoPackage => format!("{} has no valid package", owner(p)),
+        C::EvidencePackageUsed => format!(
+            "package {} used {} of {}",
+            p.param("package"),
+            p.param("used_mb"),
+            limit(p)
+        ),
+        C::EvidenceSatisfied => format!(
+            "real-name satisfied, {} valid package(s) with room",
+            p.param("valid_packages")
+        ),
+        C::NextStop => format!("the next evaluation stops it ({})", p.param("reason")),
+        C::NextStart => "the next evaluation resumes it".to_owned(),
+        C::NextChangeReason => format!("the next evaluation records reason {}", p.param("reason")),
+        C::NextProtectPeriod => "a protect period holds it; automation waits".to_owned(),
+        C::NextManualStop => "an operator stopped it; automation never resumes it".to_owned(),
+        C::NextNothing => "no change is due".to_owned(),
+        C::ChangeStopProtect => format!(
+            "the device's stop protect period ends in {} s; until then the protect handler keeps the card stopped and automation does nothing",
+            p.param("secs")
+        ),
+        C::ChangeStartProtect => format!(
+            "the device's start protect period ends in {} s; until then the protect handler keeps the card online and automation does nothing",
+            p.param("secs")
+        ),
+        C::ChangeManualStop => {
+            "stopped by an operator: only an operator's start (POST /cards/{id}/start) resumes it"
+                .to_owned()
+        }
+        C::ChangeRealnameLifts => {
+            "real-name verification (real_name_status 1) would lift not_realname".to_owned()
+        }
+        C::ChangePackageLiftsNoPackage => format!(
+            "a valid package for {} (POST /package-usages) would lift no_package",
+            owner(p)
+        ),
+        C::ChangePackageLiftsTraffic => {
+            let mut s = format!(
+                "a valid package with room for {} would lift traffic_exhausted",
+                owner(p)
+            );
+            if let Some(reset) = p.params.get("reset_at") {
+                s.push_str(&format!(", as would the monthly reset on {}", minute(reset)));
+            }
+            s
+        }
+        C::ChangeRealnameRequired => "real-name verification would be required".to_owned(),
+        C::ChangeLosingRealname => {
+            "losing real-name verification would stop it (not_realname)".to_owned()
+        }
+        C::ChangeLastPackageExpires => format!(
+            "with no new package, it stops (no_package) when its last valid package expires at {}",
+            minute(p.param("at"))
+        ),
+        C::ChangePackageLimit => format!(
+            "package {} stops it (traffic_exhausted) when used reaches {} (now {} MB), unless another valid package has room",
+            p.param("package"),
+            limit(p),
+            p.param("used_mb")
+        ),
+        C::ChangeNoConfig => "no enabled polling config matches: the card is not polled, so no poll will change anything; a matching config would".to_owned(),
+    }
+}
+
+/// The one-sentence English summary of the phrases.
+pub(crate) fn summary(p: &ExplainPhrases) -> String {
+    let evidence: Vec<String> = p.evidence.iter().map(english).collect();
+    let hint = p
         .would_change
         .first()
-        .map(|s| format!("; {s}"))
+        .map(|s| format!("; {}", english(s)))
         .unwrap_or_default();
-    format!("{state} — {evidence}; {next}{hint}")
+    format!(
+        "{} — {}; {}{hint}",
+        english(&p.state),
+        evidence.join(", "),
+        english(&p.next)
+    )
 }

@@ -10,7 +10,8 @@
 //! * [`Admin`] (`context.rs`): every dependency, built once by the binary;
 //! * polling configs (`configs.rs`, `dry_run.rs`), cards (`cards.rs`, `import.rs`), devices
 //!   (`devices.rs`), packages (`packages.rs`), manual trigger (`manual.rs`), asset polling
-//!   control (`polling_control.rs`), the explain page (`explain.rs`), the audit of writes
+//!   control (`polling_control.rs`), the explain page (`explain.rs`, its phrases in
+//!   `explain_text.rs`), a card's month of usage (`usage_month.rs`), the audit of writes
 //!   (`audit.rs`).
 
 pub mod alert_metrics;
@@ -36,6 +37,7 @@ mod manual;
 pub mod monitoring;
 mod packages;
 mod polling_control;
+mod usage_month;
 pub mod webhook;
 
 pub use cards::{CardAction, CardBody, CardStatusBody};
@@ -52,6 +54,7 @@ pub use explain::{
     DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,
     RealNameEvidence,
 };
+pub use explain_text::{ExplainPhrases, Phrase, PhraseCode};
 pub use import::{ImportBody, ImportReport, MAX_IMPORT};
 pub use manual::{
     CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
@@ -59,3 +62,4 @@ pub use manual::{
 };
 pub use packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
 pub use polling_control::{AssetType, PollingStatusBody, PollingStatusReport};
+pub use usage_month::{MAX_HOURS, MonthUsage};

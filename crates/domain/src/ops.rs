@@ -125,3 +125,35 @@ pub trait MetricsHistoryStore: Send + Sync {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<MetricsPoint>>;
 }
+
+/// One hour of a card's usage records (`tb_data_usage_record`), for the card page's chart of
+/// the month.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageHour {
+    /// The start of the hour.
+    pub hour: DateTime<Utc>,
+    /// The carrier's month total reported by the hour's last record (decimal string).
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub month_total_mb: crate::Megabytes,
+    /// What the hour's records added (decimal string).
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub delta_mb: crate::Megabytes,
+    /// How many records the hour holds.
+    pub records: u64,
+}
+
+/// A card's usage history, read by hour.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait UsageHistoryStore: Send + Sync {
+    /// The card's records in `[from, to)` grouped by hour, oldest first, at most `limit` hours:
+    /// one index range scan of `(iot_card_id, recorded_at)`.
+    async fn usage_hours(
+        &self,
+        card: crate::CardId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<UsageHour>>;
+}

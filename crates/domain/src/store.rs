@@ -13,9 +13,9 @@ pub use crate::admin_stores::{
     MockAdminAuditStore, MockAlertStore, MockApiKeyStore, MockCardAdminStore, MockCleanupStore,
     MockManualTriggerLogStore,
 };
-pub use crate::ops::{MetricsHistoryStore, MonitoringStore};
+pub use crate::ops::{MetricsHistoryStore, MonitoringStore, UsageHistoryStore};
 #[cfg(any(test, feature = "mock"))]
-pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore};
+pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore, MockUsageHistoryStore};
 use crate::{
     Card, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, DeductionStep, Device,
     DeviceId, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice, NewPackage,

@@ -39,6 +39,7 @@ mod package;
 mod package_sql;
 mod sql;
 mod usage;
+mod usage_history;
 
 pub use alert::PgAlertStore;
 pub use api_key::PgApiKeyStore;
@@ -53,11 +54,13 @@ pub use manual_trigger::PgManualTriggerLogStore;
 pub use metrics_history::PgMetricsHistoryStore;
 pub use ops::PgMonitoringStore;
 pub use package::PgPackageStore;
+pub use usage_history::PgUsageHistoryStore;
 
 use domain::StoreError;
 use domain::store::{
     AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CleanupStore, DeviceStore,
     ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore,
+    UsageHistoryStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -89,6 +92,8 @@ pub struct Stores {
     pub metrics_history: Arc<dyn MetricsHistoryStore>,
     pub card_admin: Arc<dyn CardAdminStore>,
     pub admin_audit: Arc<dyn AdminAuditStore>,
+    /// A card's usage records by hour (the dashboard's card chart).
+    pub usage_history: Arc<dyn UsageHistoryStore>,
 }
 
 impl Stores {
@@ -105,6 +110,7 @@ impl Stores {
             metrics_history: Arc::new(PgMetricsHistoryStore::new(db.clone())),
             card_admin: Arc::new(PgCardAdminStore::new(db.clone())),
             admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
+            usage_history: Arc::new(PgUsageHistoryStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }
