@@ -39,6 +39,7 @@ mod package;
 mod package_sql;
 mod sql;
 mod usage;
+mod usage_batch;
 
 pub use alert::PgAlertStore;
 pub use api_key::PgApiKeyStore;
