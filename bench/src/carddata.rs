@@ -213,7 +213,8 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     let d = [0, 1, 2, 3].map(|i| after[i] - before[i]);
     let checks = d[0] as f64 / secs;
     let commits_per_check = (commits_after - commits_before) as f64 / d[0].max(1) as f64;
-    let per_check = |after: u64, before: u64| after.saturating_sub(before) as f64 / d[0].max(1) as f64;
+    let per_check =
+        |after: u64, before: u64| after.saturating_sub(before) as f64 / d[0].max(1) as f64;
     let redis_commands_per_check = per_check(redis_after.0, redis_before.0);
     let redis_reads_per_check = per_check(redis_after.1, redis_before.1);
     let cpu = (cpu_after.0 - cpu_before.0) / secs;

@@ -17,7 +17,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
-type Flush<I, O> = Arc<dyn Fn(Vec<I>) -> Pin<Box<dyn Future<Output = Vec<O>> + Send>> + Send + Sync>;
+type Flush<I, O> =
+    Arc<dyn Fn(Vec<I>) -> Pin<Box<dyn Future<Output = Vec<O>> + Send>> + Send + Sync>;
 
 /// Why [`Batcher::submit`] has no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +35,9 @@ impl std::fmt::Display for BatchError {
 
 impl std::error::Error for BatchError {}
 
+/// The receiving end, held until the flush task starts.
+type Pending<I, O> = Arc<Mutex<Option<mpsc::UnboundedReceiver<Job<I, O>>>>>;
+
 struct Job<I, O> {
     item: I,
     reply: oneshot::Sender<O>,
@@ -46,7 +50,7 @@ pub struct Batcher<I, O> {
     tx: mpsc::UnboundedSender<Job<I, O>>,
     /// The receiving end until the flush task is started, on the first submit (so a batcher
     /// can be built outside a runtime; the task runs on the runtime of its first caller).
-    rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<Job<I, O>>>>>,
+    rx: Pending<I, O>,
     flush: Flush<I, O>,
     max_batch: usize,
 }
@@ -128,8 +132,12 @@ async fn run<I: Send + 'static, O: Send + 'static>(
             Ok(outputs) => {
                 debug_assert_eq!(outputs.len(), n, "{name}: one output per item");
                 if outputs.len() != n {
-                    tracing::error!(batcher = name, items = n, outputs = outputs.len(),
-                        "a flush answered a different number of results than items; its callers get no answer");
+                    tracing::error!(
+                        batcher = name,
+                        items = n,
+                        outputs = outputs.len(),
+                        "a flush answered a different number of results than items; its callers get no answer"
+                    );
                     continue;
                 }
                 for (reply, output) in replies.into_iter().zip(outputs) {
@@ -164,7 +172,9 @@ mod tests {
         let batcher = Batcher::new("slow", 40, move |items: Vec<u32>| {
             let seen = seen.clone();
             async move {
-                seen.lock().unwrap_or_else(|p| p.into_inner()).push(items.len());
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(items.len());
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 items
             }

@@ -60,7 +60,10 @@ impl CardCache {
     /// The cached identities of many cards, in order, each entry's TTL restarted: one pipeline
     /// of `GETEX` (one command per key: the keys hash to different slots on Redis Cluster). An
     /// entry that no longer decodes counts as a miss (and is overwritten by the caller's fill).
-    pub async fn get_many(&self, cards: &[CardId]) -> Result<Vec<Option<CardIdentity>>, QueueError> {
+    pub async fn get_many(
+        &self,
+        cards: &[CardId],
+    ) -> Result<Vec<Option<CardIdentity>>, QueueError> {
         if cards.is_empty() {
             return Ok(Vec::new());
         }
@@ -89,7 +92,13 @@ impl CardCache {
             let key = self.keys.render(&RedisKey::Card { card: identity.id });
             let json = serde_json::to_string(identity)?;
             let _: () = pipe
-                .set(key, json, Some(Expiration::EX(self.ttl_secs())), None, false)
+                .set(
+                    key,
+                    json,
+                    Some(Expiration::EX(self.ttl_secs())),
+                    None,
+                    false,
+                )
                 .await?;
         }
         let _: Vec<Value> = pipe.all().await?;

@@ -55,16 +55,20 @@ impl PollingQueueManager {
     pub fn new(pool: Pool, keys: Keys, mut settings: QueueSettings, clock: Arc<dyn Clock>) -> Self {
         settings.shard_count = settings.shard_count.max(1);
         let (writer_pool, writer_keys, shards) = (pool.clone(), keys.clone(), settings.shard_count);
-        let rescheduler = Batcher::new("reschedule", RESCHEDULE_BATCH, move |entries: Vec<Reschedule>| {
-            let (pool, keys) = (writer_pool.clone(), writer_keys.clone());
-            async move {
-                let n = entries.len();
-                match zadd_xx_many(&pool, &keys, shards, entries).await {
-                    Ok(()) => vec![Ok(()); n],
-                    Err(error) => vec![Err(error.to_string()); n],
+        let rescheduler = Batcher::new(
+            "reschedule",
+            RESCHEDULE_BATCH,
+            move |entries: Vec<Reschedule>| {
+                let (pool, keys) = (writer_pool.clone(), writer_keys.clone());
+                async move {
+                    let n = entries.len();
+                    match zadd_xx_many(&pool, &keys, shards, entries).await {
+                        Ok(()) => vec![Ok(()); n],
+                        Err(error) => vec![Err(error.to_string()); n],
+                    }
                 }
-            }
-        });
+            },
+        );
         Self {
             pool,
             keys,
@@ -205,7 +209,14 @@ async fn zadd_xx_many(
             let key = keys.shard_queue(shard, task);
             for chunk in members.chunks(CHUNK) {
                 let _: () = pipe
-                    .zadd(key.as_str(), Some(SetOptions::XX), None, false, false, chunk.to_vec())
+                    .zadd(
+                        key.as_str(),
+                        Some(SetOptions::XX),
+                        None,
+                        false,
+                        false,
+                        chunk.to_vec(),
+                    )
                     .await?;
             }
         }

@@ -45,7 +45,6 @@ pub(crate) fn minute_field(
     (key, format!("{:02}:{}", at.minute(), outcome.as_str()))
 }
 
-
 /// Counts of one minute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct MinuteCounts {

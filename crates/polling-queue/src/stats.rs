@@ -11,9 +11,9 @@
 //! prunes; deleting what another node deleted is a no-op).
 
 use crate::{Keys, QueueError, RedisKey};
-use domain::{Clock, TaskType};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
+use domain::{Clock, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -200,11 +200,11 @@ impl TaskCounters {
 /// Writes the sums of `runs` in one pipeline, then prunes the hour fields of a task type
 /// the first time this process counts it in a new hour.
 async fn write(
-pool: &Pool,
-keys: &Keys,
-clock: &dyn Clock,
-runs: &[Run],
-pruned_hour: &[AtomicI64; 4],
+    pool: &Pool,
+    keys: &Keys,
+    clock: &dyn Clock,
+    runs: &[Run],
+    pruned_hour: &[AtomicI64; 4],
 ) -> Result<(), QueueError> {
     let mut sums: BTreeMap<(String, String), i64> = BTreeMap::new();
     let mut minute_keys: Vec<String> = Vec::new();
@@ -222,8 +222,7 @@ pruned_hour: &[AtomicI64; 4],
             *sums.entry((key.clone(), field)).or_default() += n;
         }
         // The per-minute counts (recent rates) of `recent.rs`.
-        let (minute_key, field) =
-            crate::recent::minute_field(&keys, run.task, run.outcome, run.at);
+        let (minute_key, field) = crate::recent::minute_field(keys, run.task, run.outcome, run.at);
         if !minute_keys.contains(&minute_key) {
             minute_keys.push(minute_key.clone());
         }
@@ -252,7 +251,12 @@ pruned_hour: &[AtomicI64; 4],
 }
 
 /// Deletes the hour fields of `task` older than [`HOURLY_RETENTION`]; returns how many.
-async fn prune(pool: &Pool, keys: &Keys, clock: &dyn Clock, task: TaskType) -> Result<u64, QueueError> {
+async fn prune(
+    pool: &Pool,
+    keys: &Keys,
+    clock: &dyn Clock,
+    task: TaskType,
+) -> Result<u64, QueueError> {
     let key = keys.render(&RedisKey::Stats { task });
     let oldest = (clock.now() - HOURLY_RETENTION)
         .format("%Y%m%d%H")

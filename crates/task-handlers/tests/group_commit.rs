@@ -66,7 +66,9 @@ async fn killed_connections_mid_batch_lose_no_card_and_count_no_megabyte_twice()
     let killer = {
         let (url, killing, killed) = (w.env.db.url.clone(), killing.clone(), killed.clone());
         tokio::spawn(async move {
-            let db = Database::connect(url.as_str()).await.expect("killer connects");
+            let db = Database::connect(url.as_str())
+                .await
+                .expect("killer connects");
             let sql = "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
                        WHERE datname = current_database() AND pid <> pg_backend_pid()";
             while killing.load(Ordering::Relaxed) {
@@ -83,9 +85,9 @@ async fn killed_connections_mid_batch_lose_no_card_and_count_no_megabyte_twice()
     let mut failures = 0;
     let world = &w;
     for _round in 0..6 {
-        let polls = ids.iter().flat_map(|id| {
-            [0, 1].map(move |_| world.handle(TaskType::Carddata, CardId(*id)))
-        });
+        let polls = ids
+            .iter()
+            .flat_map(|id| [0, 1].map(move |_| world.handle(TaskType::Carddata, CardId(*id))));
         failures += futures::future::join_all(polls)
             .await
             .into_iter()
@@ -94,7 +96,10 @@ async fn killed_connections_mid_batch_lose_no_card_and_count_no_megabyte_twice()
     }
     killing.store(false, Ordering::Relaxed);
     killer.await.expect("killer");
-    assert!(killed.load(Ordering::Relaxed) > 0, "the killer terminated connections");
+    assert!(
+        killed.load(Ordering::Relaxed) > 0,
+        "the killer terminated connections"
+    );
     assert!(failures > 0, "some batches died with their connection");
 
     // One last poll of each card, alone: its answer is the carrier's total. The pool may still
@@ -146,14 +151,14 @@ async fn two_cards_of_one_device_polled_together_both_deduct_from_its_package() 
     w.add_package(w.package(PackageOwner::Device(device), Some(dec!(1000)), dec!(0)))
         .await;
 
-    let outcomes = futures::future::join_all(
-        cards
-            .iter()
-            .map(|card| w.handle(TaskType::Carddata, *card)),
-    )
-    .await;
+    let outcomes =
+        futures::future::join_all(cards.iter().map(|card| w.handle(TaskType::Carddata, *card)))
+            .await;
 
-    assert!(outcomes.iter().all(|o| *o == Outcome::Success), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Success),
+        "{outcomes:?}"
+    );
     let used = w
         .query(
             "SELECT used_mb FROM tb_package_usage WHERE device_id = $1",
