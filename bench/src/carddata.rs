@@ -13,7 +13,7 @@
 //! = $1` of random cards, each its own durable transaction, on 8 connections.
 
 use crate::cycle::{WORKER_REDIS_POOL, load_due, scheduler_settings};
-use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool};
+use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool, redis_traffic};
 use crate::probes::{Counting, TimedGateway, mean_ms, sample_waits};
 use crate::report::{Row, Target, fmt_num};
 use crate::{fleet, rss};
@@ -180,6 +180,7 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
         commits(&env.db).await?,
         (cpu_secs(), machine_busy()),
     );
+    let redis_before = redis_traffic(&redis).await?;
     let (handler_before, gateway_before) = (counting.timing.snapshot(), timed.timing.snapshot());
     let stop_sampling = CancellationToken::new();
     let waits = tokio::spawn(sample_waits(env.db.clone(), stop_sampling.clone()));
@@ -190,6 +191,7 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
         commits(&env.db).await?,
         (cpu_secs(), machine_busy()),
     );
+    let redis_after = redis_traffic(&redis).await?;
     let (handler_after, gateway_after) = (counting.timing.snapshot(), timed.timing.snapshot());
     stop_sampling.cancel();
     let waits = waits.await.unwrap_or_default();
@@ -211,6 +213,10 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     let d = [0, 1, 2, 3].map(|i| after[i] - before[i]);
     let checks = d[0] as f64 / secs;
     let commits_per_check = (commits_after - commits_before) as f64 / d[0].max(1) as f64;
+    let per_check =
+        |after: u64, before: u64| after.saturating_sub(before) as f64 / d[0].max(1) as f64;
+    let redis_commands_per_check = per_check(redis_after.0, redis_before.0);
+    let redis_reads_per_check = per_check(redis_after.1, redis_before.1);
     let cpu = (cpu_after.0 - cpu_before.0) / secs;
     let busy = (cpu_after.1.0 - cpu_before.1.0) / (cpu_after.1.1 - cpu_before.1.1).max(1.0);
     let cpu_per_check_us = (cpu_after.0 - cpu_before.0) / d[0].max(1) as f64 * 1e6;
@@ -240,10 +246,31 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
         sizes.carddata_pool,
         mean_ms(gateway_before, gateway_after)
     ))
+    .note(format!(
+        "Redis per check: {redis_commands_per_check:.2} commands, {redis_reads_per_check:.2} round trips (read events; target <= 1.5); PostgreSQL: {commits_per_check:.3} commits per check (target <= 0.05)"
+    ))
     .note(format!("load average before / after: {load_before} / {}", loadavg()))
     .note(format!("peak VmRSS {:.0} MB (worker and in-process gateway-sim)", rss::mb(rss_peak)))
     .note(format!("gateway-sim over the whole run: {sim_stats}"));
-    Ok(vec![row])
+    let commits_row = Row::new(
+        "PostgreSQL commits per carddata check".to_owned(),
+        commits_per_check,
+        "commits",
+        None,
+        Target::FigureAtMost(0.05),
+    )
+    .note("xact_commit of the bench database over the window (reads count: autocommit SELECTs are transactions)");
+    let redis_row = Row::new(
+        "Redis round trips per carddata check".to_owned(),
+        redis_reads_per_check,
+        "round trips",
+        None,
+        Target::FigureAtMost(1.5),
+    )
+    .note(format!(
+        "INFO stats total_reads_processed over the window (server-wide); {redis_commands_per_check:.2} commands per check"
+    ));
+    Ok(vec![row, commits_row, redis_row])
 }
 
 /// Single-row durable UPDATEs by primary key, 8 connections, for `window`: per second.

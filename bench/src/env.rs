@@ -156,6 +156,27 @@ pub(crate) async fn info_memory(redis: &Pool, field: &str) -> anyhow::Result<u64
         .with_context(|| format!("INFO memory has no {field}"))
 }
 
+/// Redis's own counts of commands and of read events (a read event is one round trip of a
+/// client: a pipeline that arrives in one read counts once), from `INFO stats`. Server-wide:
+/// another client of the same Redis counts too.
+pub(crate) async fn redis_traffic(redis: &Pool) -> anyhow::Result<(u64, u64)> {
+    let info: String = redis
+        .next()
+        .info(Some(InfoKind::Stats))
+        .await
+        .context("INFO stats")?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .with_context(|| format!("INFO stats has no {name}"))
+    };
+    Ok((
+        field("total_commands_processed")?,
+        field("total_reads_processed")?,
+    ))
+}
+
 /// Waits until UNLINKed values are freed, so that `used_memory` means what is stored.
 pub(crate) async fn wait_lazyfree(redis: &Pool) -> anyhow::Result<()> {
     let until = Instant::now() + Duration::from_secs(120);

@@ -6,7 +6,7 @@
 use crate::{Keys, QueueError, RedisKey};
 use domain::{CardId, CardIdentity};
 use fred::prelude::*;
-use fred::types::{CustomCommand, Expiration};
+use fred::types::{CustomCommand, Expiration, Value};
 use std::time::Duration;
 
 /// Card identities in Redis, so a poll does not read PostgreSQL to learn which card to ask
@@ -55,6 +55,54 @@ impl CardCache {
                 Ok(None)
             }
         }
+    }
+
+    /// The cached identities of many cards, in order, each entry's TTL restarted: one pipeline
+    /// of `GETEX` (one command per key: the keys hash to different slots on Redis Cluster). An
+    /// entry that no longer decodes counts as a miss (and is overwritten by the caller's fill).
+    pub async fn get_many(
+        &self,
+        cards: &[CardId],
+    ) -> Result<Vec<Option<CardIdentity>>, QueueError> {
+        if cards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pipe = self.pool.next().pipeline();
+        for card in cards {
+            let key = self.keys.render(&RedisKey::Card { card: *card });
+            let cmd = CustomCommand::new_static("GETEX", fred::types::ClusterHash::FirstKey, false);
+            let _: () = pipe
+                .custom(cmd, vec![key, "EX".into(), self.ttl_secs().to_string()])
+                .await?;
+        }
+        let raw: Vec<Option<String>> = pipe.all().await?;
+        Ok(raw
+            .into_iter()
+            .map(|entry| entry.and_then(|json| serde_json::from_str(&json).ok()))
+            .collect())
+    }
+
+    /// Stores many identities for the TTL, one pipeline.
+    pub async fn set_many(&self, identities: &[CardIdentity]) -> Result<(), QueueError> {
+        if identities.is_empty() {
+            return Ok(());
+        }
+        let pipe = self.pool.next().pipeline();
+        for identity in identities {
+            let key = self.keys.render(&RedisKey::Card { card: identity.id });
+            let json = serde_json::to_string(identity)?;
+            let _: () = pipe
+                .set(
+                    key,
+                    json,
+                    Some(Expiration::EX(self.ttl_secs())),
+                    None,
+                    false,
+                )
+                .await?;
+        }
+        let _: Vec<Value> = pipe.all().await?;
+        Ok(())
     }
 
     /// Stores `card` for the TTL.

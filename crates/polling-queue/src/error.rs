@@ -13,4 +13,8 @@ pub enum QueueError {
     /// A value read from Redis does not have the shape this crate writes.
     #[error("unexpected value at {key}: {detail}")]
     Corrupt { key: String, detail: String },
+    /// A write group-committed with others failed (the shared pipeline's error) or its batch
+    /// writer is gone.
+    #[error("batched write failed: {0}")]
+    Batch(String),
 }

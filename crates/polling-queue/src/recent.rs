@@ -6,7 +6,6 @@
 use crate::{Keys, QueueError, RedisKey, TaskOutcome};
 use chrono::{DateTime, Duration as ChronoDuration, Timelike, Utc};
 use domain::TaskType;
-use fred::clients::Pipeline;
 use fred::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -17,7 +16,7 @@ pub const DURATION_BUCKETS_MS: [u64; 12] = [
 ];
 
 /// How long a per-hour minute hash lives: windows up to two hours can be read.
-const MINUTES_TTL_SECS: i64 = 3 * 3600;
+pub(crate) const MINUTES_TTL_SECS: i64 = 3 * 3600;
 
 /// The hash field of the histogram bucket of a run of `ms`.
 pub(crate) fn bucket_field(ms: u64) -> String {
@@ -32,21 +31,18 @@ fn hour_of(at: DateTime<Utc>) -> String {
 }
 
 /// Queues, in `pipe`, the minute counter of one run (the caller sends the pipeline).
-pub(crate) async fn queue_minute(
-    pipe: &Pipeline<Client>,
+/// The minute hash and field a run at `at` counts in.
+pub(crate) fn minute_field(
     keys: &Keys,
     task: TaskType,
     outcome: TaskOutcome,
     at: DateTime<Utc>,
-) -> Result<(), QueueError> {
+) -> (String, String) {
     let key = keys.render(&RedisKey::StatsMinutes {
         task,
         hour: hour_of(at),
     });
-    let field = format!("{:02}:{}", at.minute(), outcome.as_str());
-    let _: () = pipe.hincrby(key.as_str(), field, 1).await?;
-    let _: () = pipe.expire(key.as_str(), MINUTES_TTL_SECS, None).await?;
-    Ok(())
+    (key, format!("{:02}:{}", at.minute(), outcome.as_str()))
 }
 
 /// Counts of one minute.

@@ -9,6 +9,7 @@
 
 use crate::score::{secs, to_score};
 use crate::{Keys, QueueError, RedisKey, scripts};
+use batch::Batcher;
 use domain::{Clock, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
@@ -68,17 +69,123 @@ pub struct ConcurrencySemaphore {
     settings: SemaphoreSettings,
     clock: Arc<dyn Clock>,
     local: Arc<[Local; 4]>,
+    /// Group commit of acquires: the tokens of concurrent acquirers of one type go to one
+    /// script call, which grants as many as there is room for, in order.
+    acquirer: Batcher<(TaskType, String), Result<bool, String>>,
+    /// Group commit of releases: one `ZREM` of many tokens per type.
+    releaser: Batcher<(TaskType, String), Result<(), String>>,
 }
+
+/// The most tokens one acquire script or one release takes (the script unpacks two values a
+/// token; Lua's `unpack` fails at about 8,000).
+const TOKEN_BATCH: usize = 2_000;
 
 impl ConcurrencySemaphore {
     pub fn new(pool: Pool, keys: Keys, settings: SemaphoreSettings, clock: Arc<dyn Clock>) -> Self {
-        Self {
+        let mut this = Self {
+            acquirer: Batcher::new("semaphore acquire", 1, |_: Vec<(TaskType, String)>| async {
+                Vec::new()
+            }),
+            releaser: Batcher::new("semaphore release", 1, |_: Vec<(TaskType, String)>| async {
+                Vec::new()
+            }),
             pool,
             keys,
             settings,
             clock,
             local: Arc::new(Default::default()),
+        };
+        let granting = this.clone();
+        this.acquirer = Batcher::new(
+            "semaphore acquire",
+            TOKEN_BATCH,
+            move |tokens: Vec<(TaskType, String)>| {
+                let semaphore = granting.clone();
+                async move { semaphore.grant(tokens).await }
+            },
+        );
+        let releasing = this.clone();
+        this.releaser = Batcher::new(
+            "semaphore release",
+            TOKEN_BATCH,
+            move |tokens: Vec<(TaskType, String)>| {
+                let semaphore = releasing.clone();
+                async move {
+                    let n = tokens.len();
+                    match semaphore.release_all(tokens).await {
+                        Ok(()) => vec![Ok(()); n],
+                        Err(error) => vec![Err(error.to_string()); n],
+                    }
+                }
+            },
+        );
+        this
+    }
+
+    /// One script call per task type for the tokens of a batch; answers, per token, whether
+    /// it holds a slot.
+    async fn grant(&self, tokens: Vec<(TaskType, String)>) -> Vec<Result<bool, String>> {
+        let mut answers: Vec<Result<bool, String>> = vec![Ok(false); tokens.len()];
+        for task in TaskType::ALL {
+            let (positions, wanted): (Vec<usize>, Vec<&str>) = tokens
+                .iter()
+                .enumerate()
+                .filter(|(_, (t, _))| *t == task)
+                .map(|(i, (_, token))| (i, token.as_str()))
+                .unzip();
+            if wanted.is_empty() {
+                continue;
+            }
+            match self.acquire_tokens(task, &wanted).await {
+                Ok(granted) => {
+                    for (served, position) in positions.into_iter().enumerate() {
+                        answers[position] = Ok(served < granted);
+                    }
+                }
+                Err(error) => {
+                    for position in positions {
+                        answers[position] = Err(error.to_string());
+                    }
+                }
+            }
         }
+        answers
+    }
+
+    /// Runs the acquire script for `tokens` of `task`: how many, from the first, got a slot.
+    async fn acquire_tokens(&self, task: TaskType, tokens: &[&str]) -> Result<usize, QueueError> {
+        let max = self.cached_max(task).await?;
+        let now = to_score(self.clock.now());
+        let mut args = Vec::with_capacity(3 + tokens.len());
+        args.push(Value::from(now));
+        args.push(Value::from(now + secs(self.settings.lease)));
+        args.push(Value::from(i64::from(max)));
+        args.extend(tokens.iter().map(|token| Value::from(*token)));
+        let granted: i64 = scripts::eval(
+            &scripts::SEMAPHORE_ACQUIRE,
+            &self.pool,
+            self.holders(task),
+            args,
+        )
+        .await?;
+        Ok(usize::try_from(granted).unwrap_or(0))
+    }
+
+    /// One `ZREM` per task type for the tokens of a batch, pipelined.
+    async fn release_all(&self, tokens: Vec<(TaskType, String)>) -> Result<(), QueueError> {
+        let pipe = self.pool.next().pipeline();
+        for task in TaskType::ALL {
+            let members: Vec<String> = tokens
+                .iter()
+                .filter(|(t, _)| *t == task)
+                .map(|(_, token)| token.clone())
+                .collect();
+            if !members.is_empty() {
+                let _: () = pipe.zrem(self.holders(task), members).await?;
+            }
+        }
+        let _: Vec<Value> = pipe.all().await?;
+        Ok(())
     }
 
     fn holders(&self, task: TaskType) -> String {
@@ -93,34 +200,27 @@ impl ConcurrencySemaphore {
         Ok(max.saturating_sub(self.current(task).await?))
     }
 
-    /// Takes a slot of `task`, or `None` when all `max` slots are held.
+    /// Takes a slot of `task`, or `None` when all `max` slots are held. Concurrent acquirers
+    /// share one script call per type (served in arrival order).
     pub async fn acquire(&self, task: TaskType) -> Result<Option<Permit>, QueueError> {
-        let max = self.cached_max(task).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
-        let now = to_score(self.clock.now());
-        let args = vec![
-            Value::from(now),
-            Value::from(now + secs(self.settings.lease)),
-            Value::from(i64::from(max)),
-            Value::from(token.as_str()),
-        ];
-        let got: i64 = scripts::eval(
-            &scripts::SEMAPHORE_ACQUIRE,
-            &self.pool,
-            self.holders(task),
-            args,
-        )
-        .await?;
-        Ok((got == 1).then_some(Permit { task, token }))
+        let granted = self
+            .acquirer
+            .submit((task, token.clone()))
+            .await
+            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(QueueError::Batch)?;
+        Ok(granted.then_some(Permit { task, token }))
     }
 
-    /// Gives the slot back. Releasing twice, or after the lease ended, is harmless.
+    /// Gives the slot back. Releasing twice, or after the lease ended, is harmless. Concurrent
+    /// releases share one `ZREM` per type.
     pub async fn release(&self, permit: Permit) -> Result<(), QueueError> {
-        let _: i64 = self
-            .pool
-            .zrem(self.holders(permit.task), permit.token)
-            .await?;
-        Ok(())
+        self.releaser
+            .submit((permit.task, permit.token))
+            .await
+            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(QueueError::Batch)
     }
 
     /// Slots of `task` held right now (expired holders not counted).

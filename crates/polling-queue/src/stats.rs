@@ -11,8 +11,11 @@
 //! prunes; deleting what another node deleted is a no-op).
 
 use crate::{Keys, QueueError, RedisKey};
+use batch::Batcher;
+use chrono::{DateTime, Utc};
 use domain::{Clock, TaskType};
 use fred::prelude::*;
+use fred::types::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::{sync::Arc, time::Duration};
@@ -80,71 +83,76 @@ pub struct TaskCounters {
     pool: Pool,
     keys: Keys,
     clock: Arc<dyn Clock>,
-    /// Per task type, the hour (unix seconds / 3600) this process last pruned in; shared by
-    /// clones so a process prunes once per hour, not once per handler.
-    pruned_hour: Arc<[AtomicI64; 4]>,
+    /// Group commit of [`record`](Self::record): the runs of concurrent polls are summed per
+    /// field and written as one pipeline (a few `HINCRBY` per task type and outcome instead of
+    /// six commands per run).
+    writer: Batcher<Run, Result<(), String>>,
 }
+
+/// One recorded run.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    task: TaskType,
+    outcome: TaskOutcome,
+    duration_ms: i64,
+    at: DateTime<Utc>,
+}
+
+/// The most runs one pipeline sums.
+const RECORD_BATCH: usize = 4_000;
 
 impl TaskCounters {
     pub fn new(pool: Pool, keys: Keys, clock: Arc<dyn Clock>) -> Self {
+        // Per task type, the hour (unix seconds / 3600) this process last pruned in; shared by
+        // the flushes so a process prunes once per hour.
+        let pruned_hour: Arc<[AtomicI64; 4]> =
+            Arc::new(std::array::from_fn(|_| AtomicI64::new(i64::MIN)));
+        let writer = {
+            let (pool, keys, clock) = (pool.clone(), keys.clone(), clock.clone());
+            Batcher::new("task counters", RECORD_BATCH, move |runs: Vec<Run>| {
+                let (pool, keys, clock) = (pool.clone(), keys.clone(), clock.clone());
+                let pruned_hour = pruned_hour.clone();
+                async move {
+                    let n = runs.len();
+                    match write(&pool, &keys, clock.as_ref(), &runs, &pruned_hour).await {
+                        Ok(()) => vec![Ok(()); n],
+                        Err(error) => vec![Err(error.to_string()); n],
+                    }
+                }
+            })
+        };
         Self {
             pool,
             keys,
             clock,
-            pruned_hour: Arc::new(std::array::from_fn(|_| AtomicI64::new(i64::MIN))),
+            writer,
         }
     }
 
-    /// Counts one run of `task` (one round trip).
+    /// Counts one run of `task`. Concurrent calls share one pipeline; the call returns once
+    /// its run is counted.
     pub async fn record(
         &self,
         task: TaskType,
         outcome: TaskOutcome,
         duration: Duration,
     ) -> Result<(), QueueError> {
-        let key = self.keys.render(&RedisKey::Stats { task });
-        let now = self.clock.now();
-        let hour = now.format("%Y%m%d%H");
-        let ms = duration.as_millis().min(i64::MAX as u128) as i64;
-        let pipe = self.pool.next().pipeline();
-        let _: () = pipe.hincrby(key.as_str(), outcome.as_str(), 1).await?;
-        let _: () = pipe.hincrby(key.as_str(), "duration_ms_sum", ms).await?;
-        let _: () = pipe
-            .hincrby(key.as_str(), format!("hour:{hour}:{}", outcome.as_str()), 1)
-            .await?;
-        // The histogram (p95) and the per-minute counts (recent rates) of `recent.rs`.
-        let _: () = pipe
-            .hincrby(key.as_str(), crate::recent::bucket_field(ms as u64), 1)
-            .await?;
-        crate::recent::queue_minute(&pipe, &self.keys, task, outcome, self.clock.now()).await?;
-        let _: Vec<i64> = pipe.all().await?;
-        let this_hour = now.timestamp().div_euclid(3600);
-        let slot = &self.pruned_hour[task.index()];
-        if slot.swap(this_hour, Ordering::Relaxed) != this_hour {
-            self.prune(task).await?;
-        }
-        Ok(())
+        let run = Run {
+            task,
+            outcome,
+            duration_ms: duration.as_millis().min(i64::MAX as u128) as i64,
+            at: self.clock.now(),
+        };
+        self.writer
+            .submit(run)
+            .await
+            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(QueueError::Batch)
     }
 
     /// Deletes the hour fields of `task` older than [`HOURLY_RETENTION`]; returns how many.
     pub async fn prune(&self, task: TaskType) -> Result<u64, QueueError> {
-        let key = self.keys.render(&RedisKey::Stats { task });
-        let oldest = (self.clock.now() - HOURLY_RETENTION)
-            .format("%Y%m%d%H")
-            .to_string();
-        let fields: Vec<String> = self.pool.hkeys(key.as_str()).await?;
-        let old: Vec<String> = fields
-            .into_iter()
-            .filter(|field| {
-                let mut parts = field.splitn(3, ':');
-                matches!((parts.next(), parts.next()), (Some("hour"), Some(h)) if h < oldest.as_str())
-            })
-            .collect();
-        if old.is_empty() {
-            return Ok(0);
-        }
-        let removed: i64 = self.pool.hdel(key.as_str(), old).await?;
-        Ok(u64::try_from(removed).unwrap_or(0))
+        prune(&self.pool, &self.keys, self.clock.as_ref(), task).await
     }
 
     /// The counters of `task`.
@@ -187,4 +195,83 @@ impl TaskCounters {
             .await?;
         Ok(())
     }
+}
+
+/// Writes the sums of `runs` in one pipeline, then prunes the hour fields of a task type
+/// the first time this process counts it in a new hour.
+async fn write(
+    pool: &Pool,
+    keys: &Keys,
+    clock: &dyn Clock,
+    runs: &[Run],
+    pruned_hour: &[AtomicI64; 4],
+) -> Result<(), QueueError> {
+    let mut sums: BTreeMap<(String, String), i64> = BTreeMap::new();
+    let mut minute_keys: Vec<String> = Vec::new();
+    for run in runs {
+        let key = keys.render(&RedisKey::Stats { task: run.task });
+        let outcome = run.outcome.as_str();
+        let hour = run.at.format("%Y%m%d%H");
+        for (field, n) in [
+            (outcome.to_owned(), 1),
+            ("duration_ms_sum".to_owned(), run.duration_ms),
+            (format!("hour:{hour}:{outcome}"), 1),
+            // The histogram (p95) of `recent.rs`.
+            (crate::recent::bucket_field(run.duration_ms as u64), 1),
+        ] {
+            *sums.entry((key.clone(), field)).or_default() += n;
+        }
+        // The per-minute counts (recent rates) of `recent.rs`.
+        let (minute_key, field) = crate::recent::minute_field(keys, run.task, run.outcome, run.at);
+        if !minute_keys.contains(&minute_key) {
+            minute_keys.push(minute_key.clone());
+        }
+        *sums.entry((minute_key, field)).or_default() += 1;
+    }
+    let pipe = pool.next().pipeline();
+    for ((key, field), n) in sums {
+        let _: () = pipe.hincrby(key, field, n).await?;
+    }
+    for key in minute_keys {
+        let _: () = pipe
+            .expire(key, crate::recent::MINUTES_TTL_SECS, None)
+            .await?;
+    }
+    let _: Vec<Value> = pipe.all().await?;
+    let mut pruned: [bool; 4] = [false; 4];
+    for run in runs {
+        let this_hour = run.at.timestamp().div_euclid(3600);
+        let slot = &pruned_hour[run.task.index()];
+        if !pruned[run.task.index()] && slot.swap(this_hour, Ordering::Relaxed) < this_hour {
+            pruned[run.task.index()] = true;
+            prune(pool, keys, clock, run.task).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the hour fields of `task` older than [`HOURLY_RETENTION`]; returns how many.
+async fn prune(
+    pool: &Pool,
+    keys: &Keys,
+    clock: &dyn Clock,
+    task: TaskType,
+) -> Result<u64, QueueError> {
+    let key = keys.render(&RedisKey::Stats { task });
+    let oldest = (clock.now() - HOURLY_RETENTION)
+        .format("%Y%m%d%H")
+        .to_string();
+    let fields: Vec<String> = pool.hkeys(key.as_str()).await?;
+    let old: Vec<String> = fields
+        .into_iter()
+        .filter(|field| {
+            let mut parts = field.splitn(3, ':');
+            matches!((parts.next(), parts.next()), (Some("hour"), Some(h)) if h < oldest.as_str())
+        })
+        .collect();
+    if old.is_empty() {
+        return Ok(0);
+    }
+    let removed: i64 = pool.hdel(key.as_str(), old).await?;
+    Ok(u64::try_from(removed).unwrap_or(0))
 }

@@ -10,12 +10,14 @@ use crate::convert;
 use crate::entity::{card_state_log, iot_card};
 use crate::error::{bad_column, db_err, not_found};
 use crate::sql::{col, count, models, paged, stmt};
+use crate::usage_batch::{UsageAnswer, UsagePoll};
 use async_trait::async_trait;
+use batch::Batcher;
 use chrono::{DateTime, Utc};
 use domain::store::{CardStore, Page, Paged, RealNameWrite, StoreResult, UsageRecorded};
 use domain::{
     Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId, DeviceId,
-    MonthUsage, NetworkStatus, NewCard, NewCardStateLog, RealNameStatus, StopReason,
+    MonthUsage, NetworkStatus, NewCard, NewCardStateLog, RealNameStatus, StopReason, StoreError,
 };
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -28,11 +30,16 @@ use sea_orm::{
 #[derive(Debug, Clone)]
 pub struct PgCardStore {
     db: DatabaseConnection,
+    /// Group commit of `record_usage` (see `usage_batch.rs`), shared by clones.
+    usage: Batcher<UsagePoll, UsageAnswer>,
 }
 
 impl PgCardStore {
     pub fn new(db: DatabaseConnection) -> Self {
-        PgCardStore { db }
+        PgCardStore {
+            usage: crate::usage_batch::writer(db.clone()),
+            db,
+        }
     }
 
     fn live() -> Select<iot_card::Entity> {
@@ -378,6 +385,15 @@ impl CardStore for PgCardStore {
         asked_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<UsageRecorded>> {
-        crate::usage::record_usage(&self.db, id, reported, asked_at, now).await
+        let poll = UsagePoll {
+            id,
+            reported: reported.clone(),
+            asked_at,
+            now,
+        };
+        self.usage
+            .submit(poll)
+            .await
+            .map_err(|closed| StoreError::Database(closed.to_string()))?
     }
 }

@@ -39,6 +39,7 @@ mod package;
 mod package_sql;
 mod sql;
 mod usage;
+mod usage_batch;
 mod usage_history;
 
 pub use alert::PgAlertStore;

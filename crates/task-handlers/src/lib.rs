@@ -16,6 +16,7 @@
 mod error;
 mod flow;
 mod handler;
+mod identities;
 mod jobs;
 mod polling_base;
 mod polling_carddata_handler;

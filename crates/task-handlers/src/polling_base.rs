@@ -1,9 +1,9 @@
 //! [`PollingBase`]: what the four handlers share (seed: `polling_base.go`).
 
+use crate::identities::IdentityLoader;
 use crate::{HandlerError, HandlerSettings};
 use chrono::{DateTime, Utc};
-use domain::store::{CardStore, DeviceStore};
-use domain::{Card, CardId, CardIdentity, Clock, TaskType};
+use domain::{Card, CardId, CardIdentity, Clock, StoreError, TaskType};
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
 use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
@@ -16,12 +16,12 @@ use tracing::{debug, warn};
 /// field is a handle, so each handler owns a clone.
 #[derive(Clone)]
 pub struct PollingBase {
-    pub(crate) cards: Arc<dyn CardStore>,
-    pub(crate) devices: Arc<dyn DeviceStore>,
     pub(crate) configs: PollingConfigManager,
     pub(crate) queue: PollingQueueManager,
     pub(crate) semaphore: ConcurrencySemaphore,
     pub(crate) cache: CardCache,
+    /// Reads the identities of concurrent polls together (cache pipeline, one store read).
+    pub(crate) identities: IdentityLoader,
     pub(crate) counters: TaskCounters,
     pub(crate) lifecycle: PollingLifecycleService,
     pub(crate) clock: Arc<dyn Clock>,
@@ -65,31 +65,16 @@ impl PollingBase {
 
     /// The card's identity (what the cache may hold: see [`CardIdentity`]), from the Redis
     /// cache when there (its TTL restarts: sliding window), else from the store, then cached.
-    /// `None`: the card does not exist or is deleted.
+    /// `None`: the card does not exist or is deleted. Concurrent calls are served together:
+    /// one cache pipeline and at most one store read for all of them.
     pub async fn get_card_with_cache(
         &self,
         card_id: CardId,
     ) -> Result<Option<CardIdentity>, HandlerError> {
-        match self.cache.get(card_id).await {
-            Ok(Some(identity)) => return Ok(Some(identity)),
-            Ok(None) => {}
-            // Redis trouble must not stop polling: the store has the truth.
-            Err(error) => {
-                warn!(card_id = %card_id, %error, "card cache unreadable; reading the store")
-            }
-        }
-        let Some(card) = self.cards.get(card_id).await? else {
-            return Ok(None);
-        };
-        let identity = match card.device_id {
-            Some(device) => {
-                let flags = self.devices.enable_polling_of(&[device]).await?;
-                card.identity(flags.get(&device).copied())
-            }
-            None => card.identity(None),
-        };
-        self.update_card_cache(&identity).await;
-        Ok(Some(identity))
+        self.identities
+            .get(card_id)
+            .await
+            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
     }
 
     /// Stores the card's identity. If Redis refuses, the entry is dropped instead so that the

@@ -1,5 +1,6 @@
 //! The one place that builds the four handlers from their dependencies.
 
+use crate::identities::IdentityLoader;
 use crate::{
     PollingBase, PollingCarddataHandler, PollingPackageHandler, PollingProtectHandler,
     PollingRealnameHandler, Registry, TaskHandler,
@@ -74,12 +75,15 @@ impl HandlerDeps {
     /// The shared base every handler is built on.
     pub fn base(&self) -> PollingBase {
         PollingBase {
-            cards: self.cards.clone(),
-            devices: self.devices.clone(),
             configs: self.configs.clone(),
             queue: self.queue.clone(),
             semaphore: self.semaphore.clone(),
             cache: self.cache.clone(),
+            identities: IdentityLoader::new(
+                self.cache.clone(),
+                self.cards.clone(),
+                self.devices.clone(),
+            ),
             counters: self.counters.clone(),
             lifecycle: self.lifecycle.clone(),
             clock: self.clock.clone(),

@@ -37,6 +37,7 @@ async fn cache_hit_reads_redis_only_and_slides_the_ttl() {
     let _: bool = w.pool.expire(key, 10, None).await.expect("expire");
     let mut store = MockCardStore::new();
     store.expect_get().never();
+    store.expect_get_many().never();
 
     let got = base_with(&w, store)
         .get_card_with_cache(card)
@@ -47,7 +48,8 @@ async fn cache_hit_reads_redis_only_and_slides_the_ttl() {
     assert!(ttl(&w, card).await > 290, "sliding TTL restarted at 300 s");
 }
 
-/// Seed: cardID=200 not cached -> one store read, then cached for 300 s.
+/// Seed: cardID=200 not cached -> one store read, then cached for 300 s. (The read is the
+/// batched one: concurrent polls' misses share it.)
 #[tokio::test]
 async fn cache_miss_reads_the_store_and_fills_the_cache() {
     let w = World::new().await;
@@ -56,10 +58,12 @@ async fn cache_miss_reads_the_store_and_fills_the_cache() {
     let snapshot = row.identity(None);
     let mut store = MockCardStore::new();
     let from_db = row.clone();
+    store.expect_get().never();
     store
-        .expect_get()
+        .expect_get_many()
         .times(1)
-        .returning(move |_| Ok(Some(from_db.clone())));
+        .withf(move |ids| ids == [card])
+        .returning(move |_| Ok(vec![from_db.clone()]));
 
     let got = base_with(&w, store)
         .get_card_with_cache(card)

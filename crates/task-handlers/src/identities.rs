@@ -1,0 +1,122 @@
+//! The card identities of many concurrent polls, read together: one pipeline of cache reads
+//! (`GETEX`, sliding TTL) for every card a burst of polls asks about, one store read of the
+//! cards the cache did not hold (and one of their devices' switches), one pipeline filling the
+//! cache. Each poll still asks for its own card and gets its own answer (see `batch`).
+
+use batch::Batcher;
+use domain::store::{CardStore, DeviceStore};
+use domain::{CardId, CardIdentity};
+use polling_queue::CardCache;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracing::warn;
+
+/// The most cards one read carries.
+const MAX_BATCH: usize = 1_000;
+
+/// One card's answer: its identity, `None` when it does not exist (or is deleted), or why the
+/// store could not be read.
+pub(crate) type IdentityAnswer = Result<Option<CardIdentity>, String>;
+
+/// Reads card identities in batches; cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) struct IdentityLoader {
+    batcher: Batcher<CardId, IdentityAnswer>,
+}
+
+impl IdentityLoader {
+    pub(crate) fn new(
+        cache: CardCache,
+        cards: Arc<dyn CardStore>,
+        devices: Arc<dyn DeviceStore>,
+    ) -> Self {
+        let batcher = Batcher::new("card identities", MAX_BATCH, move |ids: Vec<CardId>| {
+            let (cache, cards, devices) = (cache.clone(), cards.clone(), devices.clone());
+            async move { load(&cache, cards.as_ref(), devices.as_ref(), &ids).await }
+        });
+        Self { batcher }
+    }
+
+    pub(crate) async fn get(&self, card: CardId) -> IdentityAnswer {
+        self.batcher
+            .submit(card)
+            .await
+            .map_err(|closed| closed.to_string())?
+    }
+}
+
+async fn load(
+    cache: &CardCache,
+    cards: &dyn CardStore,
+    devices: &dyn DeviceStore,
+    ids: &[CardId],
+) -> Vec<IdentityAnswer> {
+    let cached = match cache.get_many(ids).await {
+        Ok(cached) => cached,
+        // Redis trouble must not stop polling: the store has the truth.
+        Err(error) => {
+            warn!(cards = ids.len(), %error, "card cache unreadable; reading the store");
+            vec![None; ids.len()]
+        }
+    };
+    let mut misses: Vec<CardId> = ids
+        .iter()
+        .zip(&cached)
+        .filter(|(_, hit)| hit.is_none())
+        .map(|(id, _)| *id)
+        .collect();
+    if misses.is_empty() {
+        return cached.into_iter().map(Ok).collect();
+    }
+    misses.sort_unstable();
+    misses.dedup();
+    let read = match read_store(cards, devices, &misses).await {
+        Ok(read) => read,
+        Err(error) => {
+            return cached
+                .into_iter()
+                .map(|hit| match hit {
+                    Some(identity) => Ok(Some(identity)),
+                    None => Err(error.clone()),
+                })
+                .collect();
+        }
+    };
+    let fill: Vec<CardIdentity> = read.values().cloned().collect();
+    if let Err(error) = cache.set_many(&fill).await {
+        // A later poll reads the store again; nothing stale can be cached by a failed write.
+        warn!(cards = fill.len(), %error, "cannot fill the card cache");
+    }
+    ids.iter()
+        .zip(cached)
+        .map(|(id, hit)| Ok(hit.or_else(|| read.get(id).cloned())))
+        .collect()
+}
+
+/// The identities of the live cards among `ids`, with their devices' switches.
+async fn read_store(
+    cards: &dyn CardStore,
+    devices: &dyn DeviceStore,
+    ids: &[CardId],
+) -> Result<HashMap<CardId, CardIdentity>, String> {
+    let rows = cards.get_many(ids).await.map_err(|e| e.to_string())?;
+    let mut device_ids: Vec<_> = rows.iter().filter_map(|card| card.device_id).collect();
+    device_ids.sort_unstable();
+    device_ids.dedup();
+    let flags = if device_ids.is_empty() {
+        HashMap::new()
+    } else {
+        devices
+            .enable_polling_of(&device_ids)
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    Ok(rows
+        .into_iter()
+        .filter(|card| card.deleted_at.is_none())
+        .map(|card| {
+            let device = card.device_id.and_then(|d| flags.get(&d).copied());
+            (card.id, card.identity(device))
+        })
+        .collect())
+}
