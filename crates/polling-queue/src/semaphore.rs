@@ -7,7 +7,7 @@
 //!
 //! The max is read from Redis at most once a second per process.
 
-use crate::score::{secs, to_score};
+use crate::score::lease_ms;
 use crate::{Keys, QueueError, RedisKey, scripts};
 use domain::{Clock, TaskType};
 use fred::prelude::*;
@@ -66,17 +66,22 @@ pub struct ConcurrencySemaphore {
     pool: Pool,
     keys: Keys,
     settings: SemaphoreSettings,
-    clock: Arc<dyn Clock>,
     local: Arc<[Local; 4]>,
 }
 
 impl ConcurrencySemaphore {
-    pub fn new(pool: Pool, keys: Keys, settings: SemaphoreSettings, clock: Arc<dyn Clock>) -> Self {
+    /// `_clock` is no longer read (every decision takes the Redis server's time); the parameter
+    /// stays so that the API and the benchmarks build unchanged.
+    pub fn new(
+        pool: Pool,
+        keys: Keys,
+        settings: SemaphoreSettings,
+        _clock: Arc<dyn Clock>,
+    ) -> Self {
         Self {
             pool,
             keys,
             settings,
-            clock,
             local: Arc::new(Default::default()),
         }
     }
@@ -97,10 +102,8 @@ impl ConcurrencySemaphore {
     pub async fn acquire(&self, task: TaskType) -> Result<Option<Permit>, QueueError> {
         let max = self.cached_max(task).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
-        let now = to_score(self.clock.now());
         let args = vec![
-            Value::from(now),
-            Value::from(now + secs(self.settings.lease)),
+            Value::from(lease_ms(self.settings.lease)),
             Value::from(i64::from(max)),
             Value::from(token.as_str()),
         ];
@@ -125,13 +128,12 @@ impl ConcurrencySemaphore {
 
     /// Slots of `task` held right now (expired holders not counted).
     pub async fn current(&self, task: TaskType) -> Result<u64, QueueError> {
-        let now = to_score(self.clock.now());
-        // Holders whose expiry is <= now are gone (the acquire script drops them): count (now, inf].
-        let n: u64 = self
-            .pool
-            .zcount(self.holders(task), now.next_up(), f64::INFINITY)
-            .await?;
-        Ok(n)
+        // Holders whose expiry is <= now are gone (the acquire script drops them): the script
+        // counts (now, inf] by the server's clock.
+        let n: i64 =
+            scripts::eval(&scripts::SEMAPHORE_COUNT, &self.pool, self.holders(task), vec![])
+                .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// [`max`](Self::max), read from Redis at most once a second per process: a change of the
