@@ -209,10 +209,13 @@ impl HttpGateway {
         } else {
             CallClass::Query
         };
-        match limiter
+        let reserved = limiter
             .reserve(&bucket, rate, class, self.config.max_rate_wait)
-            .await
-        {
+            .await;
+        if class == CallClass::Query {
+            self.seen.reserved();
+        }
+        match reserved {
             Ok(Some(wait)) => {
                 if !wait.is_zero() {
                     tokio::time::sleep(wait).await;

@@ -83,9 +83,10 @@ impl RateLimiter for RedisRateLimiter {
     }
 
     async fn booked(&self, bucket: &str) -> Result<Duration, RateLimitError> {
-        let ahead_us: i64 = scripts::eval(&scripts::GCRA_BOOKED, &self.pool, self.key(bucket), vec![])
-            .await
-            .map_err(|e| RateLimitError(e.to_string()))?;
+        let ahead_us: i64 =
+            scripts::eval(&scripts::GCRA_BOOKED, &self.pool, self.key(bucket), vec![])
+                .await
+                .map_err(|e| RateLimitError(e.to_string()))?;
         Ok(Duration::from_micros(u64::try_from(ahead_us).unwrap_or(0)))
     }
 }

@@ -130,9 +130,13 @@ impl ConcurrencySemaphore {
     pub async fn current(&self, task: TaskType) -> Result<u64, QueueError> {
         // Holders whose expiry is <= now are gone (the acquire script drops them): the script
         // counts (now, inf] by the server's clock.
-        let n: i64 =
-            scripts::eval(&scripts::SEMAPHORE_COUNT, &self.pool, self.holders(task), vec![])
-                .await?;
+        let n: i64 = scripts::eval(
+            &scripts::SEMAPHORE_COUNT,
+            &self.pool,
+            self.holders(task),
+            vec![],
+        )
+        .await?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 

@@ -91,7 +91,9 @@ impl RedisClock {
                     "this node's wall clock is off the Redis server's; queue scores follow the server"
                 ),
                 Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "cannot read the Redis server's time; keeping the last measurement"),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the Redis server's time; keeping the last measurement")
+                }
             }
         }
     }

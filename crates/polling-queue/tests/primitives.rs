@@ -6,9 +6,8 @@ mod common;
 use chrono::Duration as Span;
 use common::{TestRedis, t0};
 use domain::{
-    CallClass,
-    Card, CardCategory, CardId, CardIdentity, CarrierId, DeviceId, ManualClock, MonthCounters,
-    RateLimiter, TaskType,
+    CallClass, Card, CardCategory, CardId, CardIdentity, CarrierId, DeviceId, ManualClock,
+    MonthCounters, RateLimiter, TaskType,
 };
 use fred::prelude::*;
 use polling_queue::{
@@ -470,9 +469,16 @@ async fn gcra_commands_pass_the_queries_booked_ahead() -> anyhow::Result<()> {
     assert!(booked > Duration::from_millis(250) && booked <= Duration::from_millis(300));
 
     let stop = limiter.reserve("c", 10, CallClass::Command, wait).await?;
-    assert_eq!(stop, Some(Duration::ZERO), "the stop does not wait behind the queries");
+    assert_eq!(
+        stop,
+        Some(Duration::ZERO),
+        "the stop does not wait behind the queries"
+    );
     let next = limiter.reserve("c", 10, CallClass::Query, wait).await?;
-    assert!((340..=400).contains(&ms(next)), "the next query waits its turn: {next:?}");
+    assert!(
+        (340..=400).contains(&ms(next)),
+        "the next query waits its turn: {next:?}"
+    );
     assert_eq!(limiter.booked("idle").await?, Duration::ZERO);
     Ok(())
 }

@@ -677,7 +677,10 @@ async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
                     let got = w.qm.dequeue_ready(s, task, batch).await?;
                     let want = model.due(s, batch, model_now);
                     let got_members: Vec<String> = got.iter().map(CardId::to_string).collect();
-                    assert_eq!(got_members, want, "seed {seed} step {step}: dequeue of shard {s}");
+                    assert_eq!(
+                        got_members, want,
+                        "seed {seed} step {step}: dequeue of shard {s}"
+                    );
                     // The deadline is the server's now + lease: read it back from the first.
                     if let Some(first) = got.first() {
                         let leased = w.qm.score_of(*first, task).await?.unwrap_or_default();

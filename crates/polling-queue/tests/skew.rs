@@ -84,7 +84,10 @@ async fn a_node_60_s_ahead_takes_no_card_early_and_steals_no_lease() -> anyhow::
         );
     }
     assert_eq!(count.len(), due.len(), "every card was taken");
-    assert!(count.values().all(|n| *n == 1), "no card taken twice: {count:?}");
+    assert!(
+        count.values().all(|n| *n == 1),
+        "no card taken twice: {count:?}"
+    );
 
     // Every card is leased now; B's clock says A's leases end in 240 s, the server says 300 s:
     // B neither dequeues nor claims any of them.
@@ -92,12 +95,19 @@ async fn a_node_60_s_ahead_takes_no_card_early_and_steals_no_lease() -> anyhow::
         assert!(b.qm.dequeue_ready(shard, T, 100).await?.is_empty());
     }
     let cards: Vec<CardId> = due.keys().copied().collect();
-    assert_eq!(b.qm.claim(T, &cards).await?, vec![], "every card is in flight");
+    assert_eq!(
+        b.qm.claim(T, &cards).await?,
+        vec![],
+        "every card is in flight"
+    );
 
     // The semaphore (max 1): A holds the slot; B's clock, 60 s ahead, does not expire it.
     let held = a.sem.acquire(T).await?;
     assert!(held.is_some());
-    assert!(b.sem.acquire(T).await?.is_none(), "A's slot is not B's to expire");
+    assert!(
+        b.sem.acquire(T).await?.is_none(),
+        "A's slot is not B's to expire"
+    );
     assert_eq!(b.sem.room(T).await?, 0);
     assert_eq!(b.sem.current(T).await?, 1);
     Ok(())

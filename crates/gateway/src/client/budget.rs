@@ -9,39 +9,82 @@
 
 use super::HttpGateway;
 use domain::CarrierId;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A carrier not called for this long no longer paces the dispatch.
 const FORGET_AFTER: Duration = Duration::from_secs(60);
+/// A dispatched poll that has not reserved its query within this long never will (the card was
+/// gone, disabled, or its poll failed before the call): it stops counting as pending.
+const PENDING_FOR: Duration = Duration::from_secs(1);
 
-/// Limited carriers called lately, with when.
+/// Limited carriers called lately, with when; and the polls dispatched whose query has not
+/// reserved its slot yet (the bucket does not show them, so the next round must not count
+/// their slots as free).
 #[derive(Debug, Default)]
-pub(super) struct Seen(Mutex<HashMap<CarrierId, Instant>>);
+pub(super) struct Seen {
+    carriers: Mutex<HashMap<CarrierId, Instant>>,
+    pending: Mutex<VecDeque<Instant>>,
+}
 
 impl Seen {
     pub(super) fn called(&self, carrier: CarrierId) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.carriers.lock().unwrap_or_else(|p| p.into_inner());
         seen.insert(carrier, Instant::now());
     }
 
+    /// A query reserved its slot: one pending poll fewer.
+    pub(super) fn reserved(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.pop_front();
+    }
+
     fn recent(&self) -> Vec<CarrierId> {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.carriers.lock().unwrap_or_else(|p| p.into_inner());
         seen.retain(|_, at| at.elapsed() < FORGET_AFTER);
         seen.keys().copied().collect()
+    }
+
+    fn pending(&self) -> usize {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        while pending
+            .front()
+            .is_some_and(|at| at.elapsed() >= PENDING_FOR)
+        {
+            pending.pop_front();
+        }
+        pending.len()
     }
 }
 
 impl HttpGateway {
+    /// Polls the dispatch loop just handed to the handlers: until their queries reserve (or
+    /// a second passes) they count against [`dispatch_room`](Self::dispatch_room).
+    pub fn dispatched(&self, polls: usize) {
+        let now = Instant::now();
+        let mut pending = self.seen.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.extend(std::iter::repeat_n(now, polls));
+    }
+
     /// How many calls may still be booked before the budget of a carrier this client called
-    /// lately is booked `horizon` ahead (the smallest over those carriers); `None` when no
-    /// limit applies (no limiter, no limited carrier called yet, or the limiter cannot answer:
-    /// the calls themselves still reserve, failing open as they do).
+    /// lately is booked `horizon` ahead (the smallest over those carriers; before any call,
+    /// an idle bucket at the default rate), less the polls dispatched that have not reserved
+    /// yet. `None` when no limit applies (no limiter or no rate set, or the limiter cannot
+    /// answer: the calls themselves still reserve, failing open as they do).
     pub async fn dispatch_room(&self, horizon: Duration) -> Option<usize> {
         let limiter = self.limiter.as_ref()?;
+        let pending = self.seen.pending();
+        let carriers = self.seen.recent();
+        if carriers.is_empty() {
+            let rate = self.config.rate_limit_per_sec;
+            return (rate > 0).then(|| {
+                let room = (horizon.as_secs_f64() * f64::from(rate)).ceil() as usize;
+                room.saturating_sub(pending)
+            });
+        }
         let mut room: Option<usize> = None;
-        for carrier in self.seen.recent() {
+        for carrier in carriers {
             let rate = self.rate_of(carrier);
             if rate == 0 {
                 continue;
@@ -53,10 +96,11 @@ impl HttpGateway {
                     return None;
                 }
             };
+            // At least one while the horizon is not reached, however low the rate.
             let free = horizon.saturating_sub(booked).as_secs_f64() * f64::from(rate);
-            let free = free.floor() as usize;
+            let free = free.ceil() as usize;
             room = Some(room.map_or(free, |r| r.min(free)));
         }
-        room
+        room.map(|room| room.saturating_sub(pending))
     }
 }

@@ -53,7 +53,10 @@ async fn no_slot_means_throttled_without_a_request() {
         Err(GatewayError::RateLimited)
     );
     // A command retries a refused slot like any throttling, then gives up.
-    assert_eq!(gw.stop(CarrierId(1), "1").await, Err(GatewayError::RateLimited));
+    assert_eq!(
+        gw.stop(CarrierId(1), "1").await,
+        Err(GatewayError::RateLimited)
+    );
     assert_eq!(sim.state().stats().requests, 0);
 }
 
@@ -215,14 +218,17 @@ async fn the_dispatch_room_is_what_the_budget_lets_start_within_the_horizon() {
         .withf(|bucket| bucket == "1")
         .returning(|_| Ok(Duration::from_millis(400)));
     let (sim, gw) = sim_and_client(limiter).await;
+    // No carrier called yet: an idle bucket at the default rate, 10/s.
+    assert_eq!(gw.dispatch_room(Duration::from_secs(1)).await, Some(10));
+    gw.dispatched(3);
     assert_eq!(
         gw.dispatch_room(Duration::from_secs(1)).await,
-        None,
-        "no limited carrier called yet"
+        Some(7),
+        "3 pending"
     );
     assert!(gw.realname(CarrierId(1), "1").await.is_ok());
-    // 10/s, booked 0.4 s ahead: 6 more calls fit in a 1 s horizon, none in 0.3 s.
-    assert_eq!(gw.dispatch_room(Duration::from_secs(1)).await, Some(6));
+    // 10/s, booked 0.4 s ahead: 6 more calls fit in a 1 s horizon, less the 2 still pending.
+    assert_eq!(gw.dispatch_room(Duration::from_secs(1)).await, Some(4));
     assert_eq!(gw.dispatch_room(Duration::from_millis(300)).await, Some(0));
     drop(sim);
 }
