@@ -7,17 +7,7 @@ use settings::Settings;
 
 pub(crate) async fn run(settings: Settings, repair: bool) -> anyhow::Result<()> {
     let c = Components::connect(settings).await?;
-    let checker = QueueChecker::new(
-        c.stores.cards.clone(),
-        c.queue.clone(),
-        c.configs.clone(),
-        c.clock.clone(),
-        CheckSettings {
-            shard_count: c.settings.shard_count,
-            repair,
-            ..CheckSettings::default()
-        },
-    );
+    let checker = checker(&c, repair);
     let started = std::time::Instant::now();
     let report = checker.run().await?;
     print_summary(&report, repair, started.elapsed());
@@ -27,6 +17,21 @@ pub(crate) async fn run(settings: Settings, repair: bool) -> anyhow::Result<()> 
         let total: u64 = report.findings.iter().map(|f| f.count).sum();
         anyhow::bail!("{total} queue entries were wrong")
     }
+}
+
+/// The checker of `cmp-worker check` and of the periodic job.
+pub(crate) fn checker(c: &Components, repair: bool) -> QueueChecker {
+    QueueChecker::new(
+        c.stores.cards.clone(),
+        c.queue.clone(),
+        c.configs.clone(),
+        c.clock.clone(),
+        CheckSettings {
+            shard_count: c.settings.shard_count,
+            repair,
+            ..CheckSettings::default()
+        },
+    )
 }
 
 fn print_summary(report: &CheckReport, repair: bool, elapsed: std::time::Duration) {

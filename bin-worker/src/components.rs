@@ -1,7 +1,7 @@
 //! The composition root: every long-lived part of a worker node, built once from the settings.
 
 use anyhow::Context;
-use domain::{Clock, SystemClock, TaskType};
+use domain::{Clock, TaskType};
 use gateway::{GatewayConfig, HttpGateway};
 use lifecycle::{
     CardInitializer, InitSettings, PollingLifecycleService, QueueReconciler, ReconcileSettings,
@@ -9,7 +9,7 @@ use lifecycle::{
 use polling_config::PollingConfigManager;
 use polling_queue::{
     CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
-    QueueSettings, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
+    QueueSettings, RedisClock, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
 };
 use settings::Settings;
 use std::sync::Arc;
@@ -20,7 +20,10 @@ pub(crate) struct Components {
     pub(crate) settings: Settings,
     pub(crate) db: sea_orm::DatabaseConnection,
     pub(crate) redis: fred::clients::Pool,
+    /// The Redis server's time, read locally: every score this node writes is on the clock the
+    /// scripts compare it with, whatever this node's wall clock says.
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) server_clock: Arc<RedisClock>,
     pub(crate) keys: Keys,
     pub(crate) stores: Stores,
     pub(crate) queue: PollingQueueManager,
@@ -34,7 +37,8 @@ impl Components {
     pub(crate) async fn connect(settings: Settings) -> anyhow::Result<Components> {
         let db = ops::connect_database(&settings).await?;
         let redis = ops::connect_redis(&settings).await?;
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let server_clock = Arc::new(RedisClock::start(redis.clone()).await);
+        let clock: Arc<dyn Clock> = server_clock.clone();
         let keys = Keys::new(settings.redis_key_prefix.clone());
         let stores = Stores::new(db.clone());
         let queue = PollingQueueManager::new(
@@ -67,6 +71,7 @@ impl Components {
             db,
             redis,
             clock,
+            server_clock,
             keys,
             stores,
             queue,

@@ -2,10 +2,13 @@
 //! wires the parts together; the parts live in the library crates.
 
 mod admin_jobs;
+mod budget;
 mod check;
+mod check_job;
 mod components;
 mod init;
 mod jobs;
+mod metrics;
 mod seed;
 mod worker;
 

@@ -1,6 +1,8 @@
 //! `cmp-worker run`: the engine of one node — config refresh, initializer when needed, the
 //! scheduler with the four handlers and the periodic jobs, health and metrics.
 
+use crate::budget::GatewayBudget;
+use crate::check_job::QueueCheck;
 use crate::components::Components;
 use crate::jobs::{ActivationCheck, DataReset};
 use anyhow::Context;
@@ -18,6 +20,15 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     let metrics = ops::install_metrics()?;
     let c = Components::connect(settings).await?;
     let shutdown = ops::shutdown_token();
+    let server_clock = c.server_clock.clone();
+    let follow_clock = tokio::spawn(async move {
+        server_clock
+            .follow(polling_queue::RedisClock::FOLLOW_EVERY, |offset| {
+                metrics::gauge!(crate::metrics::CLOCK_OFFSET)
+                    .set(offset.num_microseconds().unwrap_or(0) as f64 / 1e6);
+            })
+            .await;
+    });
 
     let refresher = c
         .configs
@@ -44,9 +55,10 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
+    let http = Arc::new(c.gateway()?);
     let gateway: Arc<dyn gateway::CarrierGateway> =
         Arc::new(admin::gateway_counts::CountingGateway::new(
-            Arc::new(c.gateway()?),
+            http.clone(),
             polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
             c.clock.clone(),
         ));
@@ -87,16 +99,27 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         },
     )
     .with_semaphore(deps.semaphore.clone())
+    .with_budget(Arc::new(GatewayBudget(http)))
     .with_job(Box::new(ActivationCheck(jobs.clone())))
     .with_job(Box::new(DataReset(jobs)));
     let scheduler = crate::admin_jobs::jobs(&c)?
         .into_iter()
         .fold(scheduler, |s, job| s.with_job(job));
+    let scheduler = if c.settings.check_interval.is_zero() {
+        scheduler
+    } else {
+        scheduler.with_job(Box::new(QueueCheck {
+            checker: crate::check::checker(&c, false),
+            initializer: c.initializer.clone(),
+            every: c.settings.check_interval,
+        }))
+    };
 
     let report = scheduler.run(shutdown.clone()).await;
     shutdown.cancel();
     init.abort();
     watch.abort();
+    follow_clock.abort();
     let _ = refresher.await;
     health.await.context("health server task")??;
     tracing::info!(

@@ -229,3 +229,33 @@ pub async fn terminate(child: &mut Child) -> anyhow::Result<std::process::ExitSt
     anyhow::ensure!(status.success(), "kill -TERM failed");
     Ok(child.wait().await?)
 }
+
+/// A free local address for `CMP_WORKER_BIND`.
+pub fn free_port() -> anyhow::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.to_string())
+}
+
+/// `GET path` on `addr`: the answer's body, or `None` while nothing answers.
+pub async fn http_get(addr: &str, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.ok()?;
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+}
+
+/// The sum of the Prometheus samples of `name` whose labels contain `label` (e.g.
+/// `kind="missing"`; empty: every sample), from a `/metrics` text.
+pub fn metric_sum(text: &str, name: &str, label: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter(|l| l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}

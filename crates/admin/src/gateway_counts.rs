@@ -31,7 +31,9 @@ impl CountingGateway {
     fn count<T>(&self, res: &Result<T, GatewayError>) {
         let outcome = match res {
             Ok(_) | Err(GatewayError::NotFound) => GatewayOutcome::Ok,
-            Err(GatewayError::Throttled { .. }) => GatewayOutcome::Throttled,
+            Err(GatewayError::Throttled { .. } | GatewayError::RateLimited) => {
+                GatewayOutcome::Throttled
+            }
             Err(_) => GatewayOutcome::Error,
         };
         let recent = self.recent.clone();

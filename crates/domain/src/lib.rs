@@ -61,7 +61,7 @@ pub use ops::*;
 pub use package::*;
 #[cfg(any(test, feature = "mock"))]
 pub use ratelimit::MockRateLimiter;
-pub use ratelimit::{RateLimitError, RateLimiter};
+pub use ratelimit::{CallClass, RateLimitError, RateLimiter};
 pub use task::{ParseTaskTypeError, TaskType};
 pub use usage::*;
 

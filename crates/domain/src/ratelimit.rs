@@ -5,6 +5,16 @@ use std::time::Duration;
 #[error("rate limiter unavailable: {0}")]
 pub struct RateLimitError(pub String);
 
+/// Who is asking for a call: the budget serves commands ahead of queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallClass {
+    /// A read (real-name, usage, packages): waits its turn, never takes the burst allowance.
+    Query,
+    /// A stop or start: may use the burst allowance the queries leave alone, so it never
+    /// waits behind the queries already booked.
+    Command,
+}
+
 /// A budget of calls per second shared by every process of the deployment (the carrier's quota
 /// is per account, not per node). Implemented over Redis in `polling-queue` (GCRA); consumed by
 /// the gateway client, which only knows this trait.
@@ -20,6 +30,11 @@ pub trait RateLimiter: Send + Sync {
         &self,
         bucket: &str,
         per_second: u32,
+        class: CallClass,
         max_wait: Duration,
     ) -> Result<Option<Duration>, RateLimitError>;
+
+    /// How far ahead `bucket` is booked: the wait a query reserving now would get (zero when
+    /// idle). The dispatch loop dequeues no more than the budget lets run.
+    async fn booked(&self, bucket: &str) -> Result<Duration, RateLimitError>;
 }

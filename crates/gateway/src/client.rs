@@ -5,19 +5,24 @@
 //! `retry.attempts` times on retryable errors (timeout, throttled, 5xx, transport) with
 //! exponential back-off and jitter, or after the carrier's `Retry-After` when it sends one
 //! (up to `retry.max_retry_after`). Before each request a slot of the card's carrier's shared
-//! budget (bucket = the carrier id) is reserved when a limiter and a non-zero rate are set.
+//! budget (bucket = the carrier id) is reserved when a limiter and a non-zero rate are set:
+//! queries wait their turn (up to `max_rate_wait`), stop/start pass the queries already booked
+//! (`domain::CallClass`), and [`HttpGateway::dispatch_room`] tells the dispatch loop how many
+//! polls the budget lets start, so that cards wait in their queues rather than in refused calls.
 //!
 //! Metrics: `cmp_gateway_requests_total{call, outcome}` per HTTP request (outcome `ok`,
 //! `not_found`, `throttled`, `timeout`, `carrier_5xx`, `carrier_4xx`, `decode_error`,
 //! `transport_error`), plus `outcome="rate_limited"` when the limiter refused a slot and no
-//! request was made; `cmp_gateway_request_duration_seconds{call}` per HTTP request.
+//! request was made ([`GatewayError::RateLimited`]); `cmp_gateway_request_duration_seconds{call}` per HTTP request.
 
 use crate::protocol::{
     CardRequest, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer, parse_month,
 };
 use crate::{CallKind, CarrierGateway, GatewayError};
 use async_trait::async_trait;
-use domain::{CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RateLimiter, RealNameStatus};
+use domain::{
+    CallClass, CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RateLimiter, RealNameStatus,
+};
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -25,6 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
+mod budget;
 mod retry;
 pub use retry::RetryPolicy;
 
@@ -43,7 +49,7 @@ pub struct GatewayConfig {
     /// Per-carrier rates that replace the default (0 = no limit for that carrier). Each
     /// carrier has its own bucket, `polling:ratelimit:gateway:{carrier_id}`.
     pub rate_limits: BTreeMap<CarrierId, u32>,
-    /// Longest wait for a rate-limit slot; beyond it the call reports `Throttled` at once.
+    /// Longest wait for a rate-limit slot; beyond it the call reports `RateLimited` at once.
     pub max_rate_wait: Duration,
     pub retry: RetryPolicy,
 }
@@ -70,6 +76,8 @@ pub struct HttpGateway {
     base: Arc<str>,
     config: Arc<GatewayConfig>,
     limiter: Option<Arc<dyn RateLimiter>>,
+    /// The limited carriers this client called lately (for [`HttpGateway::dispatch_room`]).
+    seen: Arc<budget::Seen>,
 }
 
 impl std::fmt::Debug for HttpGateway {
@@ -104,6 +112,7 @@ impl HttpGateway {
             base: config.base_url.trim_end_matches('/').into(),
             config: Arc::new(config),
             limiter,
+            seen: Arc::default(),
         })
     }
 
@@ -194,17 +203,26 @@ impl HttpGateway {
             return Ok(());
         }
         let bucket = carrier.to_string();
-        match limiter
-            .reserve(&bucket, rate, self.config.max_rate_wait)
-            .await
-        {
+        self.seen.called(carrier);
+        let class = if kind.is_command() {
+            CallClass::Command
+        } else {
+            CallClass::Query
+        };
+        let reserved = limiter
+            .reserve(&bucket, rate, class, self.config.max_rate_wait)
+            .await;
+        if class == CallClass::Query {
+            self.seen.reserved();
+        }
+        match reserved {
             Ok(Some(wait)) => {
                 if !wait.is_zero() {
                     tokio::time::sleep(wait).await;
                 }
                 Ok(())
             }
-            Ok(None) => Err(GatewayError::Throttled { retry_after: None }),
+            Ok(None) => Err(GatewayError::RateLimited),
             Err(e) => {
                 warn!(call = %kind, carrier = %carrier, error = %e, "rate limiter unavailable, calling without it");
                 Ok(())

@@ -8,12 +8,16 @@ pub enum GatewayError {
     /// No answer within the configured timeout.
     #[error("gateway timeout")]
     Timeout,
-    /// The carrier answered 429, or the shared rate limit had no slot within its wait bound.
+    /// The carrier answered 429.
     #[error("gateway throttled (retry after {retry_after:?})")]
     Throttled {
         /// The carrier's `Retry-After`, when it sent one.
         retry_after: Option<Duration>,
     },
+    /// The shared budget (`CMP_GATEWAY_RATE_LIMIT`) had no slot within the wait bound: no
+    /// request was made. The card lost nothing but its turn; its caller puts it back due now.
+    #[error("gateway budget exhausted; no request made")]
+    RateLimited,
     /// The carrier does not know the card (404).
     #[error("card unknown to the carrier")]
     NotFound,
@@ -37,9 +41,10 @@ impl GatewayError {
     /// failures. A 404, a 4xx or an undecodable answer will not change by retrying.
     pub fn is_retryable(&self) -> bool {
         match self {
-            GatewayError::Timeout | GatewayError::Throttled { .. } | GatewayError::Transport(_) => {
-                true
-            }
+            GatewayError::Timeout
+            | GatewayError::Throttled { .. }
+            | GatewayError::RateLimited
+            | GatewayError::Transport(_) => true,
             GatewayError::Carrier { status, .. } => *status >= 500,
             GatewayError::NotFound | GatewayError::Decode(_) => false,
         }
@@ -50,6 +55,7 @@ impl GatewayError {
         match self {
             GatewayError::Timeout => "timeout",
             GatewayError::Throttled { .. } => "throttled",
+            GatewayError::RateLimited => "rate_limited",
             GatewayError::NotFound => "not_found",
             GatewayError::Carrier { status, .. } if *status >= 500 => "carrier_5xx",
             GatewayError::Carrier { .. } => "carrier_4xx",
@@ -67,6 +73,7 @@ mod tests {
     fn retryable_kinds() {
         assert!(GatewayError::Timeout.is_retryable());
         assert!(GatewayError::Throttled { retry_after: None }.is_retryable());
+        assert!(GatewayError::RateLimited.is_retryable());
         assert!(GatewayError::Transport("reset".into()).is_retryable());
         assert!(
             GatewayError::Carrier {

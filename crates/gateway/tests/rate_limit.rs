@@ -43,7 +43,10 @@ fn hammer(
                 while Instant::now() < until {
                     match gw.realname(carrier, "1").await {
                         Ok(_) => ok += 1,
-                        Err(gateway::GatewayError::Throttled { .. }) => {}
+                        Err(
+                            gateway::GatewayError::Throttled { .. }
+                            | gateway::GatewayError::RateLimited,
+                        ) => {}
                         Err(e) => panic!("unexpected {e}"),
                     }
                 }

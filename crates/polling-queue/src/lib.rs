@@ -7,7 +7,8 @@
 //! - the cluster-wide concurrency semaphore ([`ConcurrencySemaphore`]);
 //! - the card cache ([`CardCache`]), device protect periods ([`ProtectKeys`]), singleton leases
 //!   ([`SingletonLease`]), per-card locks ([`CardLock`]), task counters ([`TaskCounters`]);
-//! - the shared gateway budget ([`RedisRateLimiter`], implementing [`domain::RateLimiter`]).
+//! - the shared gateway budget ([`RedisRateLimiter`], implementing [`domain::RateLimiter`]);
+//! - the Redis server's clock, read locally ([`RedisClock`], a [`domain::Clock`]).
 //!
 //! It must not touch PostgreSQL (no store, no sea-orm), the gateway or the scheduler: it is
 //! Redis and nothing else, so the API process can use it without the worker's machinery.
@@ -35,6 +36,7 @@ mod remove;
 mod score;
 mod scripts;
 mod semaphore;
+mod server_clock;
 mod stats;
 mod token_lock;
 
@@ -57,4 +59,5 @@ pub use recent::{
 pub use reconcile_progress::{ReconcileProgress, ReconcileState};
 pub use score::{is_lease_score, to_score};
 pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
+pub use server_clock::RedisClock;
 pub use stats::{HOURLY_RETENTION, HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

@@ -1,7 +1,7 @@
 //! The manual lists `polling:manual:{type}` of [`PollingQueueManager`]: card ids operators
 //! pushed, drained by the scheduler before the shard queues.
 
-use crate::score::{parse_members, secs, to_score};
+use crate::score::{lease_ms, parse_members};
 use crate::{PollingQueueManager, QueueError, RedisKey, scripts};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
@@ -74,7 +74,8 @@ impl PollingQueueManager {
     /// them meanwhile; returns the cards to poll now. A card whose entry holds a lease that has
     /// not ended is being polled elsewhere and is left out (that poll covers the trigger); a
     /// card not queued for `task` is polled all the same (an operator asked for it) and its
-    /// handler will not add it back. One script call per shard, pipelined.
+    /// handler will not add it back. One script call per shard, pipelined. Whether a lease has
+    /// ended is decided by the Redis server's clock.
     pub async fn claim(&self, task: TaskType, cards: &[CardId]) -> Result<Vec<CardId>, QueueError> {
         if cards.is_empty() {
             return Ok(Vec::new());
@@ -86,10 +87,9 @@ impl PollingQueueManager {
                 .or_default()
                 .push(*card);
         }
-        let now = to_score(self.clock.now());
-        let deadline = now + secs(self.settings.lease);
+        let lease = lease_ms(self.settings.lease);
         let calls = by_shard.iter().map(|(shard, members)| {
-            let mut args = vec![Value::from(now), Value::from(deadline)];
+            let mut args = vec![Value::from(lease)];
             args.extend(members.iter().map(|c| Value::from(c.get())));
             scripts::eval::<Vec<i64>>(
                 &scripts::CLAIM,

@@ -1,6 +1,6 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
-use crate::score::{group_by_shard, parse_members, secs, to_score};
+use crate::score::{group_by_shard, lease_ms, parse_members};
 use crate::{Keys, QueueError, scripts};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
@@ -92,7 +92,8 @@ impl PollingQueueManager {
     }
 
     /// Takes up to `batch` due cards (score <= now, oldest first) of one shard and leases them:
-    /// they stay queued with score `now + lease`, so a crashed worker loses nothing.
+    /// they stay queued with score `now + lease`, so a crashed worker loses nothing. "Now" is
+    /// the Redis server's clock (`TIME` in the script), not this node's.
     pub async fn dequeue_ready(
         &self,
         shard: u32,
@@ -103,11 +104,9 @@ impl PollingQueueManager {
             return Ok(Vec::new());
         }
         let key = self.keys.shard_queue(shard, task);
-        let now = to_score(self.clock.now());
         let args = vec![
-            Value::from(now),
             Value::from(batch as i64),
-            Value::from(now + secs(self.settings.lease)),
+            Value::from(lease_ms(self.settings.lease)),
         ];
         let members: Vec<String> =
             scripts::eval(&scripts::DEQUEUE, &self.pool, key.clone(), args).await?;

@@ -17,9 +17,9 @@ pub fn is_lease_score(score: f64) -> bool {
     ((score * 1e6).round() as i64).rem_euclid(1000) >= 500
 }
 
-/// A `std::time::Duration` as fractional seconds.
-pub(crate) fn secs(d: std::time::Duration) -> f64 {
-    d.as_secs_f64()
+/// A lease as the scripts take it: whole milliseconds, at least 1.
+pub(crate) fn lease_ms(d: std::time::Duration) -> i64 {
+    d.as_millis().clamp(1, i64::MAX as u128) as i64
 }
 
 /// Parses queue members into card ids; a member that is not a decimal id is reported.

@@ -1,7 +1,8 @@
 //! The Lua scripts, one `.lua` file each, and the only way to run them.
 //!
 //! Every script touches exactly one key (`KEYS[1]`) so the layout runs unchanged on Redis
-//! Cluster; [`eval`] takes a single key to keep it that way.
+//! Cluster; [`eval`] takes a single key to keep it that way. Every script that decides "due" or
+//! "lease ended" reads the Redis server's clock (`TIME`) itself: no caller passes its own now.
 
 use fred::clients::Pool;
 use fred::types::scripts::Script;
@@ -17,6 +18,9 @@ pub(crate) static CLAIM: LazyLock<Script> =
 /// Drops expired semaphore holders, then adds a holder if there is room.
 pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/semaphore_acquire.lua")));
+/// Counts the holders whose lease has not ended by Redis `TIME`.
+pub(crate) static SEMAPHORE_COUNT: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/semaphore_count.lua")));
 /// Deletes a key only when it still holds the caller's token.
 pub(crate) static COMPARE_DELETE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/compare_delete.lua")));
@@ -26,6 +30,10 @@ pub(crate) static COMPARE_PEXPIRE: LazyLock<Script> =
 /// GCRA reservation against Redis `TIME`.
 pub(crate) static GCRA: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/gcra.lua")));
+
+/// How far ahead a GCRA bucket is booked, against Redis `TIME`.
+pub(crate) static GCRA_BOOKED: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/gcra_booked.lua")));
 
 /// Runs `script` on `key` (EVALSHA, loading the script on NOSCRIPT).
 pub(crate) async fn eval<R: FromValue>(

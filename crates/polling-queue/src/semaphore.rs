@@ -3,11 +3,13 @@
 //! `polling:concurrency:{type}` is a zset of holders (token -> lease expiry, unix seconds);
 //! `polling:concurrency:max:{type}` holds the max, [`SemaphoreSettings::default_max`] applying
 //! while it is absent. A holder that dies without releasing frees its slot when its lease ends.
-//! "Now" comes from the injected [`Clock`]; nodes are expected to run NTP-synchronised clocks.
+//! "Now" is the Redis server's clock (`TIME` in the scripts), so a node whose clock runs ahead
+//! cannot expire the holders of the others.
 //!
-//! The max is read from Redis at most once a second per process.
+//! The max is read from Redis at most once a second per process. Concurrent acquirers of a
+//! node share one script call per task type, concurrent releases one `ZREM` (see `batch`).
 
-use crate::score::{secs, to_score};
+use crate::score::lease_ms;
 use crate::{Keys, QueueError, RedisKey, scripts};
 use batch::Batcher;
 use domain::{Clock, TaskType};
@@ -64,11 +66,7 @@ pub struct Permit {
 /// The concurrency semaphore of every task type.
 #[derive(Debug, Clone)]
 pub struct ConcurrencySemaphore {
-    pool: Pool,
-    keys: Keys,
-    settings: SemaphoreSettings,
-    clock: Arc<dyn Clock>,
-    local: Arc<[Local; 4]>,
+    holders: Arc<Holders>,
     /// Group commit of acquires: the tokens of concurrent acquirers of one type go to one
     /// script call, which grants as many as there is room for, in order.
     acquirer: Batcher<(TaskType, String), Result<bool, String>>,
@@ -80,46 +78,137 @@ pub struct ConcurrencySemaphore {
 /// token; Lua's `unpack` fails at about 8,000).
 const TOKEN_BATCH: usize = 2_000;
 
+/// The keys, the settings and the cached max: what the flushes and the reads share.
+#[derive(Debug)]
+struct Holders {
+    pool: Pool,
+    keys: Keys,
+    settings: SemaphoreSettings,
+    local: [Local; 4],
+}
+
 impl ConcurrencySemaphore {
-    pub fn new(pool: Pool, keys: Keys, settings: SemaphoreSettings, clock: Arc<dyn Clock>) -> Self {
-        let mut this = Self {
-            acquirer: Batcher::new("semaphore acquire", 1, |_: Vec<(TaskType, String)>| async {
-                Vec::new()
-            }),
-            releaser: Batcher::new("semaphore release", 1, |_: Vec<(TaskType, String)>| async {
-                Vec::new()
-            }),
+    /// `_clock` is no longer read (every decision takes the Redis server's time); the parameter
+    /// stays so that the API and the benchmarks build unchanged.
+    pub fn new(
+        pool: Pool,
+        keys: Keys,
+        settings: SemaphoreSettings,
+        _clock: Arc<dyn Clock>,
+    ) -> Self {
+        let holders = Arc::new(Holders {
             pool,
             keys,
             settings,
-            clock,
-            local: Arc::new(Default::default()),
-        };
-        let granting = this.clone();
-        this.acquirer = Batcher::new(
+            local: Default::default(),
+        });
+        let granting = holders.clone();
+        let acquirer = Batcher::new(
             "semaphore acquire",
             TOKEN_BATCH,
             move |tokens: Vec<(TaskType, String)>| {
-                let semaphore = granting.clone();
-                async move { semaphore.grant(tokens).await }
+                let holders = granting.clone();
+                async move { holders.grant(tokens).await }
             },
         );
-        let releasing = this.clone();
-        this.releaser = Batcher::new(
+        let releasing = holders.clone();
+        let releaser = Batcher::new(
             "semaphore release",
             TOKEN_BATCH,
             move |tokens: Vec<(TaskType, String)>| {
-                let semaphore = releasing.clone();
+                let holders = releasing.clone();
                 async move {
                     let n = tokens.len();
-                    match semaphore.release_all(tokens).await {
+                    match holders.release_all(tokens).await {
                         Ok(()) => vec![Ok(()); n],
                         Err(error) => vec![Err(error.to_string()); n],
                     }
                 }
             },
         );
-        this
+        Self {
+            holders,
+            acquirer,
+            releaser,
+        }
+    }
+
+    /// Free slots of `task` right now (`max` minus live holders; 0 when full). The scheduler
+    /// dequeues no more cards than this, so a full cluster-wide pool is waited for instead of
+    /// cycling cards through the queue.
+    pub async fn room(&self, task: TaskType) -> Result<u64, QueueError> {
+        let max = u64::from(self.holders.cached_max(task).await?);
+        Ok(max.saturating_sub(self.current(task).await?))
+    }
+
+    /// Takes a slot of `task`, or `None` when all `max` slots are held. Concurrent acquirers
+    /// share one script call per type (served in arrival order).
+    pub async fn acquire(&self, task: TaskType) -> Result<Option<Permit>, QueueError> {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let granted = self
+            .acquirer
+            .submit((task, token.clone()))
+            .await
+            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(QueueError::Batch)?;
+        Ok(granted.then_some(Permit { task, token }))
+    }
+
+    /// Gives the slot back. Releasing twice, or after the lease ended, is harmless. Concurrent
+    /// releases share one `ZREM` per type.
+    pub async fn release(&self, permit: Permit) -> Result<(), QueueError> {
+        self.releaser
+            .submit((permit.task, permit.token))
+            .await
+            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(QueueError::Batch)
+    }
+
+    /// Slots of `task` held right now (expired holders not counted).
+    pub async fn current(&self, task: TaskType) -> Result<u64, QueueError> {
+        // Holders whose expiry is <= now are gone (the acquire script drops them): the script
+        // counts (now, inf] by the server's clock.
+        let n: i64 = scripts::eval(
+            &scripts::SEMAPHORE_COUNT,
+            &self.holders.pool,
+            self.holders.key(task),
+            vec![],
+        )
+        .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// The max of `task`: the max key, or the configured default when absent.
+    pub async fn max(&self, task: TaskType) -> Result<u32, QueueError> {
+        self.holders.max(task).await
+    }
+
+    /// Sets the max of `task` for every node. Lowering it below the current holders refuses new
+    /// acquirers until enough slots are released.
+    pub async fn set_max(&self, task: TaskType, max: u32) -> Result<(), QueueError> {
+        let key = self.holders.keys.render(&RedisKey::ConcurrencyMax { task });
+        let _: () = self
+            .holders
+            .pool
+            .set(key, i64::from(max), None, None, false)
+            .await?;
+        *self.holders.local[task.index()]
+            .max
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+
+    /// Forgets every holder of `task` (e.g. after a crash left slots held). The max is kept.
+    pub async fn reset(&self, task: TaskType) -> Result<(), QueueError> {
+        let _: i64 = self.holders.pool.del(self.holders.key(task)).await?;
+        Ok(())
+    }
+}
+
+impl Holders {
+    fn key(&self, task: TaskType) -> String {
+        self.keys.render(&RedisKey::Concurrency { task })
     }
 
     /// One script call per task type for the tokens of a batch; answers, per token, whether
@@ -155,16 +244,14 @@ impl ConcurrencySemaphore {
     /// Runs the acquire script for `tokens` of `task`: how many, from the first, got a slot.
     async fn acquire_tokens(&self, task: TaskType, tokens: &[&str]) -> Result<usize, QueueError> {
         let max = self.cached_max(task).await?;
-        let now = to_score(self.clock.now());
-        let mut args = Vec::with_capacity(3 + tokens.len());
-        args.push(Value::from(now));
-        args.push(Value::from(now + secs(self.settings.lease)));
+        let mut args = Vec::with_capacity(2 + tokens.len());
+        args.push(Value::from(lease_ms(self.settings.lease)));
         args.push(Value::from(i64::from(max)));
         args.extend(tokens.iter().map(|token| Value::from(*token)));
         let granted: i64 = scripts::eval(
             &scripts::SEMAPHORE_ACQUIRE,
             &self.pool,
-            self.holders(task),
+            self.key(task),
             args,
         )
         .await?;
@@ -181,57 +268,11 @@ impl ConcurrencySemaphore {
                 .map(|(_, token)| token.clone())
                 .collect();
             if !members.is_empty() {
-                let _: () = pipe.zrem(self.holders(task), members).await?;
+                let _: () = pipe.zrem(self.key(task), members).await?;
             }
         }
         let _: Vec<Value> = pipe.all().await?;
         Ok(())
-    }
-
-    fn holders(&self, task: TaskType) -> String {
-        self.keys.render(&RedisKey::Concurrency { task })
-    }
-
-    /// Free slots of `task` right now (`max` minus live holders; 0 when full). The scheduler
-    /// dequeues no more cards than this, so a full cluster-wide pool is waited for instead of
-    /// cycling cards through the queue.
-    pub async fn room(&self, task: TaskType) -> Result<u64, QueueError> {
-        let max = u64::from(self.cached_max(task).await?);
-        Ok(max.saturating_sub(self.current(task).await?))
-    }
-
-    /// Takes a slot of `task`, or `None` when all `max` slots are held. Concurrent acquirers
-    /// share one script call per type (served in arrival order).
-    pub async fn acquire(&self, task: TaskType) -> Result<Option<Permit>, QueueError> {
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let granted = self
-            .acquirer
-            .submit((task, token.clone()))
-            .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
-            .map_err(QueueError::Batch)?;
-        Ok(granted.then_some(Permit { task, token }))
-    }
-
-    /// Gives the slot back. Releasing twice, or after the lease ended, is harmless. Concurrent
-    /// releases share one `ZREM` per type.
-    pub async fn release(&self, permit: Permit) -> Result<(), QueueError> {
-        self.releaser
-            .submit((permit.task, permit.token))
-            .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
-            .map_err(QueueError::Batch)
-    }
-
-    /// Slots of `task` held right now (expired holders not counted).
-    pub async fn current(&self, task: TaskType) -> Result<u64, QueueError> {
-        let now = to_score(self.clock.now());
-        // Holders whose expiry is <= now are gone (the acquire script drops them): count (now, inf].
-        let n: u64 = self
-            .pool
-            .zcount(self.holders(task), now.next_up(), f64::INFINITY)
-            .await?;
-        Ok(n)
     }
 
     /// [`max`](Self::max), read from Redis at most once a second per process: a change of the
@@ -249,8 +290,7 @@ impl ConcurrencySemaphore {
         Ok(max)
     }
 
-    /// The max of `task`: the max key, or the configured default when absent.
-    pub async fn max(&self, task: TaskType) -> Result<u32, QueueError> {
+    async fn max(&self, task: TaskType) -> Result<u32, QueueError> {
         let key = self.keys.render(&RedisKey::ConcurrencyMax { task });
         let raw: Option<String> = self.pool.get(key.as_str()).await?;
         match raw {
@@ -260,26 +300,5 @@ impl ConcurrencySemaphore {
                 detail: format!("max `{s}` is not a count: {e}"),
             }),
         }
-    }
-
-    /// Sets the max of `task` for every node. Lowering it below the current holders refuses new
-    /// acquirers until enough slots are released.
-    pub async fn set_max(&self, task: TaskType, max: u32) -> Result<(), QueueError> {
-        let key = self.keys.render(&RedisKey::ConcurrencyMax { task });
-        let _: () = self
-            .pool
-            .set(key, i64::from(max), None, None, false)
-            .await?;
-        *self.local[task.index()]
-            .max
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = None;
-        Ok(())
-    }
-
-    /// Forgets every holder of `task` (e.g. after a crash left slots held). The max is kept.
-    pub async fn reset(&self, task: TaskType) -> Result<(), QueueError> {
-        let _: i64 = self.pool.del(self.holders(task)).await?;
-        Ok(())
     }
 }

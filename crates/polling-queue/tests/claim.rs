@@ -4,7 +4,7 @@
 mod common;
 
 use chrono::Duration as Span;
-use common::{TestRedis, t0};
+use common::{TestRedis, age, server_now};
 use domain::{CardId, ManualClock, TaskType};
 use polling_queue::{Aligned, Keys, PollingQueueManager, QueueSettings, is_lease_score, to_score};
 use std::sync::Arc;
@@ -17,8 +17,9 @@ struct Node {
 async fn two_nodes(redis: &TestRedis) -> anyhow::Result<(Node, Node)> {
     let keys = Keys::new(redis.prefix.clone());
     let mut nodes = Vec::new();
+    let start = server_now(&redis.pool().await?).await?;
     for _ in 0..2 {
-        let clock = ManualClock::new(t0());
+        let clock = ManualClock::new(start);
         let qm = PollingQueueManager::new(
             redis.pool().await?,
             keys.clone(),
@@ -65,8 +66,10 @@ async fn a_card_polled_by_one_node_is_not_claimed_by_another() -> anyhow::Result
     assert!(is_lease_score(claimed) && claimed > to_score(now));
     // Now leased by B: neither A's dequeue nor a second trigger takes it.
     assert_eq!(a.qm.claim(T, &[card]).await?, vec![]);
-    a.clock.advance(Span::seconds(10));
+    // Even with A's clock 10 minutes ahead, the lease is B's until the server's clock says so.
+    a.clock.advance(Span::seconds(600));
     assert!(a.qm.dequeue_ready(card.shard(16), T, 10).await?.is_empty());
+    assert_eq!(a.qm.claim(T, &[card]).await?, vec![]);
     Ok(())
 }
 
@@ -79,7 +82,7 @@ async fn an_expired_lease_and_an_unqueued_card_are_claimed() -> anyhow::Result<(
     a.qm.requeue(leased, T, now).await?;
     assert_eq!(a.qm.dequeue_ready(0, T, 10).await?, vec![leased]);
     // Node A died; its lease (300 s) ran out.
-    b.clock.advance(Span::seconds(301));
+    age(&redis.pool().await?, &a.qm.keys().shard_queue(0, T), 301.0).await?;
     let mut claimed = b.qm.claim(T, &[leased, unqueued]).await?;
     claimed.sort();
     assert_eq!(claimed, vec![leased, unqueued]);

@@ -6,8 +6,8 @@ mod common;
 use chrono::Duration as Span;
 use common::{TestRedis, t0};
 use domain::{
-    Card, CardCategory, CardId, CardIdentity, CarrierId, DeviceId, ManualClock, MonthCounters,
-    RateLimiter, TaskType,
+    CallClass, Card, CardCategory, CardId, CardIdentity, CarrierId, DeviceId, ManualClock,
+    MonthCounters, RateLimiter, TaskType,
 };
 use fred::prelude::*;
 use polling_queue::{
@@ -50,8 +50,8 @@ fn card(id: i64) -> CardIdentity {
 async fn semaphore_max_50_with_60_concurrent_acquirers_grants_exactly_50() -> anyhow::Result<()> {
     let (_redis, pool, keys, clock) = setup().await?;
     let sem = ConcurrencySemaphore::new(
-        pool,
-        keys,
+        pool.clone(),
+        keys.clone(),
         SemaphoreSettings::uniform(10, Duration::from_secs(300)),
         Arc::new(clock.clone()),
     );
@@ -94,10 +94,14 @@ async fn semaphore_max_50_with_60_concurrent_acquirers_grants_exactly_50() -> an
     assert!(again.is_some());
     assert!(sem.acquire(task).await?.is_none());
 
-    // Every holder "vanishes" (crash: never releases). After the lease their slots come back.
-    clock.advance(Span::seconds(299));
+    // Every holder "vanishes" (crash: never releases). After the lease their slots come back,
+    // by the server's clock only: a node whose clock runs 10 minutes ahead changes nothing.
+    clock.advance(Span::seconds(600));
     assert!(sem.acquire(task).await?.is_none(), "leases still running");
-    clock.advance(Span::seconds(2));
+    let holders = keys.render(&polling_queue::RedisKey::Concurrency { task });
+    common::age(&pool, &holders, 290.0).await?;
+    assert!(sem.acquire(task).await?.is_none(), "leases still running");
+    common::age(&pool, &holders, 20.0).await?;
     assert_eq!(
         sem.current(task).await?,
         0,
@@ -343,7 +347,11 @@ async fn fire(
         let at = over.mul_f64(f64::from(i) / f64::from(n));
         tokio::time::sleep(at.saturating_sub(start.elapsed())).await;
         let limiter = &limiters[i as usize % limiters.len()];
-        if limiter.reserve("carrier-1", 50, max_wait).await?.is_some() {
+        if limiter
+            .reserve("carrier-1", 50, CallClass::Command, max_wait)
+            .await?
+            .is_some()
+        {
             granted += 1;
         }
     }
@@ -406,7 +414,7 @@ async fn gcra_reserves_future_slots_within_max_wait_and_zero_means_unlimited() -
     let mut waits = Vec::new();
     for _ in 0..4 {
         match limiter
-            .reserve("slow", 1, Duration::from_millis(2_500))
+            .reserve("slow", 1, CallClass::Query, Duration::from_millis(2_500))
             .await?
         {
             Some(w) => waits.push(w),
@@ -425,7 +433,9 @@ async fn gcra_reserves_future_slots_within_max_wait_and_zero_means_unlimited() -
     // Unlimited: granted at once and Redis is not touched.
     for _ in 0..1_000 {
         assert_eq!(
-            limiter.reserve("free", 0, Duration::ZERO).await?,
+            limiter
+                .reserve("free", 0, CallClass::Query, Duration::ZERO)
+                .await?,
             Some(Duration::ZERO)
         );
     }
@@ -435,5 +445,40 @@ async fn gcra_reserves_future_slots_within_max_wait_and_zero_means_unlimited() -
         }))
         .await?;
     assert_eq!(exists, 0);
+    Ok(())
+}
+
+// Commands ahead of queries: with queries booked 0.3 s ahead, a stop goes at once (the burst
+// allowance is theirs alone), and the queries after it wait one slot longer.
+#[tokio::test]
+async fn gcra_commands_pass_the_queries_booked_ahead() -> anyhow::Result<()> {
+    let (_redis, pool, keys, _) = setup().await?;
+    // 10/s, burst window 0.5 s: commands may go while the bucket is booked <= 0.4 s ahead.
+    let limiter = RedisRateLimiter::new(pool, keys).with_burst_window(Duration::from_millis(500));
+    let wait = Duration::from_secs(5);
+    let mut queries = Vec::new();
+    for _ in 0..3 {
+        queries.push(limiter.reserve("c", 10, CallClass::Query, wait).await?);
+    }
+    let ms = |d: Option<Duration>| d.map(|d| d.as_millis()).unwrap_or(u128::MAX);
+    // Queries have no burst: 0, 100, 200 ms (less the few ms the test itself takes).
+    assert!(ms(queries[0]) < 20, "{queries:?}");
+    assert!((60..=100).contains(&ms(queries[1])), "{queries:?}");
+    assert!((160..=200).contains(&ms(queries[2])), "{queries:?}");
+    let booked = limiter.booked("c").await?;
+    assert!(booked > Duration::from_millis(250) && booked <= Duration::from_millis(300));
+
+    let stop = limiter.reserve("c", 10, CallClass::Command, wait).await?;
+    assert_eq!(
+        stop,
+        Some(Duration::ZERO),
+        "the stop does not wait behind the queries"
+    );
+    let next = limiter.reserve("c", 10, CallClass::Query, wait).await?;
+    assert!(
+        (340..=400).contains(&ms(next)),
+        "the next query waits its turn: {next:?}"
+    );
+    assert_eq!(limiter.booked("idle").await?, Duration::ZERO);
     Ok(())
 }

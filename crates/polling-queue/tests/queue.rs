@@ -4,7 +4,7 @@ mod common;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Duration as Span, Utc};
-use common::{TestRedis, load_zset, t0};
+use common::{TestRedis, age, load_zset, server_now, t0};
 use domain::{
     Card, CardCategory, CardId, CardIdentity, CarrierId, ManualClock, MonthCounters, TaskType,
 };
@@ -27,7 +27,7 @@ async fn world() -> anyhow::Result<World> {
     let redis = TestRedis::new().await?;
     let pool = redis.pool().await?;
     let keys = Keys::new(redis.prefix.clone());
-    let clock = ManualClock::new(t0());
+    let clock = ManualClock::new(server_now(&pool).await?);
     let qm = PollingQueueManager::new(
         pool.clone(),
         keys.clone(),
@@ -149,7 +149,7 @@ async fn dequeue_takes_only_the_100_due_cards_and_leaves_the_50_future() -> anyh
         future
             .iter()
             .enumerate()
-            .map(|(i, c)| (now + 1.0 + i as f64, c.to_string())),
+            .map(|(i, c)| (now + 3_600.0 + i as f64, c.to_string())),
     )
     .await?;
     let before = w.members(&key).await?;
@@ -242,7 +242,10 @@ async fn leased_card_is_invisible_until_the_lease_ends_then_due_again() -> anyho
         vec![c]
     );
 
-    w.clock.advance(Span::seconds(299));
+    // Time passes for the entry (the server's clock decides, see `common::age`): 290 s of the
+    // 300 s lease, then 20 more.
+    let key = w.key(3, TaskType::Carddata);
+    age(&w.pool, &key, 290.0).await?;
     assert!(
         w.qm.dequeue_ready(3, TaskType::Carddata, 1000)
             .await?
@@ -250,7 +253,7 @@ async fn leased_card_is_invisible_until_the_lease_ends_then_due_again() -> anyho
         "still leased"
     );
 
-    w.clock.advance(Span::seconds(2));
+    age(&w.pool, &key, 20.0).await?;
     assert_eq!(
         w.qm.dequeue_ready(3, TaskType::Carddata, 1000).await?,
         vec![c],
@@ -561,7 +564,8 @@ async fn dequeue_batch_of_6000_works_and_leases_with_increasing_scores() -> anyh
         leased.windows(2).all(|p| p[0] < p[1]),
         "strictly increasing lease scores"
     );
-    assert!(leased[5_999] < now + 300.1);
+    let after = to_score(server_now(&w.pool).await?);
+    assert!(leased[5_999] < after + 300.1);
 
     let rest = w.qm.dequeue_ready(0, TaskType::Carddata, 6_000).await?;
     assert_eq!(rest, cards_on(0, 7_000).skip(6_000).collect::<Vec<_>>());
@@ -592,33 +596,48 @@ async fn zero_batch_and_empty_inputs_do_nothing() -> anyhow::Result<()> {
 struct Model(BTreeMap<u32, BTreeMap<String, f64>>);
 
 impl Model {
-    fn dequeue(&mut self, shard: u32, batch: usize, now: f64, lease: f64) -> Vec<CardId> {
-        let q = self.0.entry(shard).or_default();
-        let mut due: Vec<(f64, String)> = q
-            .iter()
+    /// The due members of `shard` at `now`, oldest first, at most `batch`.
+    fn due(&self, shard: u32, batch: usize, now: f64) -> Vec<String> {
+        let mut due: Vec<(f64, String)> = self
+            .0
+            .get(&shard)
+            .into_iter()
+            .flatten()
             .filter(|(_, s)| **s <= now)
             .map(|(m, s)| (*s, m.clone()))
             .collect();
         // Redis orders by score, then member bytes.
         due.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         due.truncate(batch);
-        let deadline = now + lease;
-        due.iter()
-            .enumerate()
-            .map(|(i, (_, m))| {
-                q.insert(m.clone(), lease_score(deadline, i));
-                m.parse().map(CardId).unwrap_or(CardId(-1))
-            })
-            .collect()
+        due.into_iter().map(|(_, m)| m).collect()
+    }
+
+    fn lease(&mut self, shard: u32, members: &[String], deadline: f64) {
+        let q = self.0.entry(shard).or_default();
+        for (i, m) in members.iter().enumerate() {
+            q.insert(m.clone(), lease_score(deadline, i));
+        }
+    }
+
+    fn age(&mut self, secs: f64) {
+        for s in self.0.values_mut().flat_map(BTreeMap::values_mut) {
+            *s -= secs;
+        }
     }
 }
 
 // Random interleavings of dequeue / requeue / reschedule / remove never lose or duplicate a card.
+// The scripts decide "due" by the server's clock, which moves while the test runs; every time
+// the test writes is a multiple of 100 s from its start and every passage of time is a
+// multiple of 100 s (`age`), and the model's now is the start + 50 s, so the model and the
+// server agree on what is due as long as the test runs for less than 50 s.
 #[tokio::test]
 async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
     use rand::{Rng, SeedableRng, rngs::StdRng};
     let w = world().await?;
     let task = TaskType::Carddata;
+    let started = std::time::Instant::now();
+    let model_now = to_score(w.now()) + 50.0;
     for seed in [1_u64, 7, 2026] {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut model = Model::default();
@@ -627,7 +646,7 @@ async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
         for step in 0..400 {
             let c = CardId(rng.random_range(0..64));
             let shard = w.qm.shard_of(c);
-            let at = w.now() + Span::seconds(rng.random_range(-30..30));
+            let at = w.now() + Span::seconds(100 * rng.random_range(-3..3));
             match rng.random_range(0..10) {
                 0..=2 => {
                     w.qm.requeue(c, task, at).await?;
@@ -647,13 +666,28 @@ async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
                     w.qm.remove_from_all_queues(c).await?;
                     model.0.entry(shard).or_default().remove(&c.to_string());
                 }
-                6 => w.clock.advance(Span::seconds(rng.random_range(1..400))),
+                6 => {
+                    let secs = 100.0 * f64::from(rng.random_range(1..4));
+                    age_all(&w, task, secs).await?;
+                    model.age(secs);
+                }
                 _ => {
                     let s = rng.random_range(0..16);
                     let batch = rng.random_range(1..6);
                     let got = w.qm.dequeue_ready(s, task, batch).await?;
-                    let want = model.dequeue(s, batch, to_score(w.now()), 300.0);
-                    assert_eq!(got, want, "seed {seed} step {step}: dequeue of shard {s}");
+                    let want = model.due(s, batch, model_now);
+                    let got_members: Vec<String> = got.iter().map(CardId::to_string).collect();
+                    assert_eq!(
+                        got_members, want,
+                        "seed {seed} step {step}: dequeue of shard {s}"
+                    );
+                    // The deadline is the server's now + lease: read it back from the first.
+                    if let Some(first) = got.first() {
+                        let leased = w.qm.score_of(*first, task).await?.unwrap_or_default();
+                        // A whole millisecond (dequeue.lua): the lease score's
+                        // sub-millisecond digits dropped.
+                        model.lease(s, &want, (leased * 1000.0).floor() / 1000.0);
+                    }
                 }
             }
             for s in [shard, 0] {
@@ -666,7 +700,7 @@ async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
             }
         }
         // Every queued card is handed out exactly once over a full lease cycle.
-        w.clock.advance(Span::seconds(10_000));
+        age_all(&w, task, 10_000.0).await?;
         let mut seen = Vec::new();
         for s in 0..16 {
             seen.extend(w.qm.dequeue_ready(s, task, 1_000).await?);
@@ -675,6 +709,20 @@ async fn random_interleavings_match_the_model() -> anyhow::Result<()> {
         let queued: usize = model.0.values().map(BTreeMap::len).sum();
         let unique: HashSet<_> = seen.iter().collect();
         assert_eq!((seen.len(), unique.len()), (queued, queued), "seed {seed}");
+        w.qm.remove_many_from_all_queues(&(0..64).map(CardId).collect::<Vec<_>>())
+            .await?;
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "the model's now holds for 50 s only"
+    );
+    Ok(())
+}
+
+/// `age` on every shard of `task`.
+async fn age_all(w: &World, task: TaskType, secs: f64) -> anyhow::Result<()> {
+    for s in 0..16 {
+        age(&w.pool, &w.key(s, task), secs).await?;
     }
     Ok(())
 }

@@ -36,7 +36,9 @@ fn every_script_is_embedded_and_checked() -> anyhow::Result<()> {
             "compare_pexpire.lua",
             "dequeue.lua",
             "gcra.lua",
-            "semaphore_acquire.lua"
+            "gcra_booked.lua",
+            "semaphore_acquire.lua",
+            "semaphore_count.lua"
         ]
     );
     let embedded = include_str!("../src/scripts.rs");

@@ -1,6 +1,6 @@
 //! [`Scheduler`]: the per-type dispatch loops, the periodic jobs and the shutdown.
 
-use crate::gate::cluster_room;
+use crate::gate::{BUDGET_PAUSE, DispatchBudget, budget_room, cluster_room};
 use crate::periodic::{PeriodicJob, spawn_jobs, stop_jobs};
 use crate::pools::{Pool, PoolSizes};
 use crate::shards::{MIN_PER_SHARD, dequeue_shards, shares, take_manual};
@@ -49,11 +49,13 @@ pub struct Scheduler {
     settings: SchedulerSettings,
     jobs: Vec<Box<dyn PeriodicJob>>,
     semaphore: Option<ConcurrencySemaphore>,
+    budget: Option<Arc<dyn DispatchBudget>>,
 }
 
 struct Ctx {
     queue: PollingQueueManager,
     semaphore: Option<ConcurrencySemaphore>,
+    budget: Option<Arc<dyn DispatchBudget>>,
     clock: Arc<dyn Clock>,
     settings: SchedulerSettings,
     tracker: TaskTracker,
@@ -76,7 +78,15 @@ impl Scheduler {
             settings,
             jobs: Vec::new(),
             semaphore: None,
+            budget: None,
         }
+    }
+
+    /// Dequeues no more cards than the carrier budget lets start (see `gate`). The worker
+    /// sets it over its gateway client.
+    pub fn with_budget(mut self, budget: Arc<dyn DispatchBudget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Dequeues no more cards of a type than its cluster-wide pool has free slots (see
@@ -98,6 +108,7 @@ impl Scheduler {
         let ctx = Arc::new(Ctx {
             queue: self.queue,
             semaphore: self.semaphore,
+            budget: self.budget,
             clock: self.clock,
             settings: self.settings,
             tracker: TaskTracker::new(),
@@ -188,6 +199,15 @@ async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>
             Some(semaphore) => cluster_room(semaphore, task, free, &ctx.shutdown).await,
             None => free,
         };
+        // Under the carrier budget: no more than it lets start; and after such a round a pause,
+        // so that the handlers' reservations show in the budget before it is asked again.
+        let (free, paced) = match &ctx.budget {
+            Some(budget) if free > 0 => {
+                let room = budget_room(budget, task, free, &ctx.shutdown).await;
+                (room, room < free)
+            }
+            _ => (free, false),
+        };
         if free == 0 {
             continue;
         }
@@ -216,8 +236,17 @@ async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>
             }
             continue;
         }
+        if let Some(budget) = &ctx.budget {
+            budget.dispatched(task, cards.len());
+        }
         for card in cards {
             dispatch(&ctx, &pool, &handler, card).await;
+        }
+        if paced {
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(BUDGET_PAUSE) => {}
+            }
         }
     }
 }
@@ -232,7 +261,14 @@ async fn dispatch(ctx: &Arc<Ctx>, pool: &Arc<Pool>, handler: &Arc<dyn TaskHandle
         },
     };
     if !pool.start(card) {
-        // Already being polled (a manual trigger of a running card): that poll covers it.
+        // Being polled here right now, yet dequeued (or claimed by a manual trigger) again:
+        // its handler has already put it back (due now when the cluster pool or the carrier
+        // budget had no room) and this round leased it anew. Dropping it would leave it leased
+        // until the lease ends; hand it back due now instead, for the next round.
+        let task = pool.task;
+        if let Err(e) = ctx.queue.reschedule(card, task, ctx.clock.now()).await {
+            tracing::warn!(card_id = %card, task = %task, error = %e, "cannot hand back a card polled twice at once; its lease brings it back");
+        }
         return;
     }
     let (ctx, pool, handler) = (ctx.clone(), pool.clone(), handler.clone());

@@ -8,11 +8,54 @@
 //! asking again after a growing pause (10 ms doubling to 250 ms): a few commands a second per
 //! node and type, however many cards are due.
 
+//!
+//! The carrier budget is the other gate ([`DispatchBudget`]): with `CMP_GATEWAY_RATE_LIMIT`
+//! below demand, the loop takes no more cards than the budget lets start within a short
+//! horizon and otherwise waits, so cards wait in their sorted sets (visible as the due
+//! backlog), oldest due first, instead of being dequeued, refused a slot and parked.
+
 use polling_queue::ConcurrencySemaphore;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use domain::TaskType;
+
+/// How many polls of a type the carrier budget lets start now (`None`: no limit applies, e.g.
+/// a type whose polls make no query). The worker implements it over the gateway client's
+/// shared budget.
+#[async_trait::async_trait]
+pub trait DispatchBudget: Send + Sync {
+    async fn room(&self, task: TaskType) -> Option<usize>;
+    /// `polls` of `task` were just handed to the handlers on the strength of [`room`].
+    fn dispatched(&self, task: TaskType, polls: usize);
+}
+
+/// Pause between two looks at a budget that has no room (a slot comes free every
+/// 1/rate seconds; the handlers' own reservation waits for the exact slot).
+pub(crate) const BUDGET_PAUSE: Duration = Duration::from_millis(20);
+
+/// `want` capped at the polls the budget lets start, waiting while it lets none. Answers 0
+/// only on shutdown.
+pub(crate) async fn budget_room(
+    budget: &Arc<dyn DispatchBudget>,
+    task: TaskType,
+    want: usize,
+    shutdown: &CancellationToken,
+) -> usize {
+    loop {
+        match budget.room(task).await {
+            None => return want,
+            Some(room) if room > 0 => return want.min(room),
+            Some(_) => {}
+        }
+        metrics::counter!("cmp_gateway_budget_waits_total", "task" => task.as_str()).increment(1);
+        tokio::select! {
+            () = shutdown.cancelled() => return 0,
+            () = tokio::time::sleep(BUDGET_PAUSE) => {}
+        }
+    }
+}
 
 const PAUSE_FIRST: Duration = Duration::from_millis(10);
 const PAUSE_MAX: Duration = Duration::from_millis(250);

@@ -17,5 +17,6 @@ mod pools;
 mod shards;
 
 pub use dispatch::{Scheduler, SchedulerSettings, ShutdownReport};
+pub use gate::DispatchBudget;
 pub use periodic::{BoxError, PeriodicJob};
 pub use pools::PoolSizes;

@@ -84,6 +84,9 @@ pub struct Settings {
     /// `CMP_GATEWAY_RATE_LIMITS` (default empty): per-carrier overrides of the rate,
     /// `carrier_id=per_second` separated by commas, e.g. `1=200,2=50` (0 = no limit).
     pub gateway_rate_limits: BTreeMap<i64, u32>,
+    /// `CMP_CHECK_INTERVAL_SECS` (default 21600 = 6 h; 0 = off): how often one worker of the
+    /// cluster runs the queue check (`cmp-worker check`, reporting only) and exports its counts.
+    pub check_interval: Duration,
     /// `CMP_TIMEZONE` (default `Asia/Shanghai`): the carriers' calendar for month rollover.
     pub timezone: chrono_tz::Tz,
     /// `CMP_LOG` (default `info,sqlx=warn,sqlx::pool::acquire=error,sea_orm_migration=warn`): a tracing filter.
@@ -145,6 +148,11 @@ impl Settings {
             )?),
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
             gateway_rate_limits: src.rate_limits("CMP_GATEWAY_RATE_LIMITS")?,
+            check_interval: Duration::from_secs(src.parse(
+                "CMP_CHECK_INTERVAL_SECS",
+                21_600,
+                0..=7 * 86_400,
+            )?),
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
             log_filter: src.string(
                 "CMP_LOG",

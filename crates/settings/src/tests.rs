@@ -27,6 +27,7 @@ fn defaults_follow_the_contract() {
     assert_eq!(s.protect_period, Duration::from_secs(3600));
     assert_eq!(s.gateway_timeout, Duration::from_millis(5000));
     assert_eq!(s.gateway_rate_limit, 0);
+    assert_eq!(s.check_interval, Duration::from_secs(21_600));
     assert_eq!(s.timezone, chrono_tz::Asia::Shanghai);
     assert_eq!(s.api_bind.to_string(), "0.0.0.0:8080");
     assert_eq!(s.worker_bind.to_string(), "0.0.0.0:9090");

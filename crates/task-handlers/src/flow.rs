@@ -2,7 +2,9 @@
 //!
 //! Whatever happens, the card leaves the flow rescheduled (invariant 3): at `now + matched
 //! interval` after a poll, at `now + retry interval` after an error, at `now` when the
-//! cluster-wide pool of its type is full. Only a card that should not be polled leaves its
+//! cluster-wide pool of its type is full or the carrier budget had no slot for its query
+//! (no request was made: the card only lost its turn, and the dispatch loop's budget gate
+//! makes this rare). Only a card that should not be polled leaves its
 //! queues: one that no longer exists, one whose own or device's polling switch is off
 //! (invariant 1: a lifecycle or initializer write racing with a disable cannot keep it
 //! polled), and one whose matched config no longer schedules this type (invariant 8: the card
@@ -10,6 +12,7 @@
 
 use crate::{HandlerError, Outcome, PollingBase, telemetry};
 use domain::{Card, CardId, CardIdentity, TaskType};
+use gateway::GatewayError;
 use std::future::Future;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
@@ -133,6 +136,11 @@ impl PollingBase {
                     warn!(card_id = %card_id, %error, "cannot remove a disabled card from the queues");
                 }
                 return Outcome::Skipped;
+            }
+            Err(HandlerError::Gateway(GatewayError::RateLimited)) => {
+                debug!(card_id = %card_id, task = %task,
+                    "no gateway budget slot within the wait bound; card requeued for now");
+                (Duration::ZERO, Outcome::RequeuedFull)
             }
             Err(error) => {
                 // Gateway query failures are logged by the handler with its own wording.

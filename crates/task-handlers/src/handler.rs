@@ -11,7 +11,8 @@ pub enum Outcome {
     Success,
     /// The poll failed (gateway, store, Redis); rescheduled at the retry interval.
     Failure,
-    /// The cluster-wide pool of the type was full; rescheduled for now.
+    /// The cluster-wide pool of the type was full, or the carrier budget had no slot for the
+    /// query (no request made); rescheduled for now.
     RequeuedFull,
     /// Nothing to poll: the card is gone, disabled, or no longer scheduled for this type.
     Skipped,

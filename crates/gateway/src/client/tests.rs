@@ -9,8 +9,9 @@ mockall::mock! {
     RateLimiter {}
     #[async_trait]
     impl RateLimiter for RateLimiter {
-        async fn reserve(&self, bucket: &str, per_second: u32, max_wait: Duration)
+        async fn reserve(&self, bucket: &str, per_second: u32, class: CallClass, max_wait: Duration)
             -> Result<Option<Duration>, RateLimitError>;
+        async fn booked(&self, bucket: &str) -> Result<Duration, RateLimitError>;
     }
 }
 
@@ -33,20 +34,28 @@ async fn no_slot_means_throttled_without_a_request() {
     let mut limiter = MockRateLimiter::new();
     limiter
         .expect_reserve()
-        .withf(|bucket, rate, wait| {
-            bucket == "1" && *rate == 10 && *wait == Duration::from_millis(500)
+        .withf(|bucket, rate, class, wait| {
+            bucket == "1"
+                && *rate == 10
+                && *class == CallClass::Query
+                && *wait == Duration::from_millis(500)
         })
-        .times(4) // one query, three tries of the command
-        .returning(|_, _, _| Ok(None));
+        .times(1)
+        .returning(|_, _, _, _| Ok(None));
+    limiter
+        .expect_reserve()
+        .withf(|_, _, class, _| *class == CallClass::Command)
+        .times(3) // three tries of the command
+        .returning(|_, _, _, _| Ok(None));
     let (sim, gw) = sim_and_client(limiter).await;
     assert_eq!(
         gw.usage(CarrierId(1), "1").await,
-        Err(GatewayError::Throttled { retry_after: None })
+        Err(GatewayError::RateLimited)
     );
     // A command retries a refused slot like any throttling, then gives up.
     assert_eq!(
         gw.stop(CarrierId(1), "1").await,
-        Err(GatewayError::Throttled { retry_after: None })
+        Err(GatewayError::RateLimited)
     );
     assert_eq!(sim.state().stats().requests, 0);
 }
@@ -57,7 +66,7 @@ async fn a_reserved_slot_is_waited_for() {
     limiter
         .expect_reserve()
         .times(1)
-        .returning(|_, _, _| Ok(Some(Duration::from_millis(200))));
+        .returning(|_, _, _, _| Ok(Some(Duration::from_millis(200))));
     let (sim, gw) = sim_and_client(limiter).await;
     let started = Instant::now();
     assert_eq!(
@@ -74,7 +83,7 @@ async fn an_unavailable_limiter_fails_open() {
     limiter
         .expect_reserve()
         .times(1)
-        .returning(|_, _, _| Err(RateLimitError("redis down".into())));
+        .returning(|_, _, _, _| Err(RateLimitError("redis down".into())));
     let (sim, gw) = sim_and_client(limiter).await;
     assert_eq!(
         gw.realname(CarrierId(1), "1").await,
@@ -165,14 +174,14 @@ async fn each_carrier_reserves_from_its_own_bucket_at_its_own_rate() {
     let mut limiter = MockRateLimiter::new();
     limiter
         .expect_reserve()
-        .withf(|bucket, rate, _| bucket == "1" && *rate == 10)
+        .withf(|bucket, rate, _, _| bucket == "1" && *rate == 10)
         .times(1)
-        .returning(|_, _, _| Ok(Some(Duration::ZERO)));
+        .returning(|_, _, _, _| Ok(Some(Duration::ZERO)));
     limiter
         .expect_reserve()
-        .withf(|bucket, rate, _| bucket == "7" && *rate == 3)
+        .withf(|bucket, rate, _, _| bucket == "7" && *rate == 3)
         .times(1)
-        .returning(|_, _, _| Ok(Some(Duration::ZERO)));
+        .returning(|_, _, _, _| Ok(Some(Duration::ZERO)));
     let (sim, gw) = sim_and_client(limiter).await;
     let gw = HttpGateway {
         config: Arc::new(GatewayConfig {
@@ -196,4 +205,30 @@ async fn each_carrier_reserves_from_its_own_bucket_at_its_own_rate() {
         Ok(RealNameStatus::Verified)
     );
     assert_eq!(sim.state().stats().requests, 3);
+}
+
+#[tokio::test]
+async fn the_dispatch_room_is_what_the_budget_lets_start_within_the_horizon() {
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_reserve()
+        .returning(|_, _, _, _| Ok(Some(Duration::ZERO)));
+    limiter
+        .expect_booked()
+        .withf(|bucket| bucket == "1")
+        .returning(|_| Ok(Duration::from_millis(400)));
+    let (sim, gw) = sim_and_client(limiter).await;
+    // No carrier called yet: an idle bucket at the default rate, 10/s.
+    assert_eq!(gw.dispatch_room(Duration::from_secs(1)).await, Some(10));
+    gw.dispatched(3);
+    assert_eq!(
+        gw.dispatch_room(Duration::from_secs(1)).await,
+        Some(7),
+        "3 pending"
+    );
+    assert!(gw.realname(CarrierId(1), "1").await.is_ok());
+    // 10/s, booked 0.4 s ahead: 6 more calls fit in a 1 s horizon, less the 2 still pending.
+    assert_eq!(gw.dispatch_room(Duration::from_secs(1)).await, Some(4));
+    assert_eq!(gw.dispatch_room(Duration::from_millis(300)).await, Some(0));
+    drop(sim);
 }

@@ -1,7 +1,9 @@
 -- GCRA (generic cell rate algorithm) reservation, shared by every node.
 -- KEYS[1]  the bucket: theoretical arrival time (TAT), microseconds since the epoch
 -- ARGV[1]  emission interval T in microseconds (1e6 / per_second)
--- ARGV[2]  burst tolerance in microseconds (how far the TAT may run ahead of now)
+-- ARGV[2]  burst tolerance in microseconds (how far the TAT may run ahead of now): 0 for
+--          queries, so that the allowance is left to stop/start calls, which never wait behind
+--          the queries already booked (the client passes the caller's class)
 -- ARGV[3]  max wait in microseconds
 -- Returns the wait in microseconds before the reserved call may go, or -1 when that wait would
 -- exceed the max wait (nothing reserved). Time is Redis TIME, so nodes' clocks need not agree.

@@ -1,0 +1,78 @@
+//! The periodic queue check: `cmp-worker check` (both passes, whole fleet) run by one node of
+//! the cluster every `CMP_CHECK_INTERVAL_SECS`, its counts exported as gauges. It repairs
+//! nothing (see docs/decisions.md, "The periodic check reports, the operator repairs").
+
+use crate::metrics::{
+    QUEUE_CHECK_CARDS, QUEUE_CHECK_COMPLETED, QUEUE_CHECK_DURATION, QUEUE_CHECK_ENTRIES,
+    QUEUE_CHECK_MEMBERS,
+};
+use lifecycle::{CardInitializer, CheckReport, Kind, QueueChecker};
+use scheduler::{BoxError, PeriodicJob};
+use std::time::{Duration, Instant};
+
+pub(crate) struct QueueCheck {
+    pub(crate) checker: QueueChecker,
+    pub(crate) initializer: CardInitializer,
+    pub(crate) every: Duration,
+}
+
+#[async_trait::async_trait]
+impl PeriodicJob for QueueCheck {
+    fn name(&self) -> &'static str {
+        "queue_check"
+    }
+
+    fn every(&self) -> Duration {
+        self.every
+    }
+
+    async fn run(&self) -> Result<(), BoxError> {
+        // Before the queues are initialised every card would be "missing": nothing to learn.
+        if self.initializer.needs_run().await? {
+            tracing::info!("queue check skipped: the queues are not initialised yet");
+            return Ok(());
+        }
+        let started = Instant::now();
+        let report = self.checker.run().await?;
+        export(&report, started.elapsed());
+        Ok(())
+    }
+}
+
+fn export(report: &CheckReport, took: Duration) {
+    for kind in Kind::ALL {
+        metrics::gauge!(QUEUE_CHECK_ENTRIES, "kind" => kind.as_str())
+            .set(report.of(kind).count as f64);
+    }
+    metrics::gauge!(QUEUE_CHECK_CARDS).set(report.cards as f64);
+    metrics::gauge!(QUEUE_CHECK_MEMBERS).set(report.members as f64);
+    metrics::gauge!(QUEUE_CHECK_DURATION).set(took.as_secs_f64());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    metrics::gauge!(QUEUE_CHECK_COMPLETED).set(now.as_secs_f64());
+    let count = |kind| report.of(kind).count;
+    let (missing, unscheduled, not_live, wrong_shard) = (
+        count(Kind::Missing),
+        count(Kind::Unscheduled),
+        count(Kind::NotLive),
+        count(Kind::WrongShard),
+    );
+    if report.clean() {
+        tracing::info!(
+            cards = report.cards,
+            members = report.members,
+            took_ms = took.as_millis() as u64,
+            "queue check clean"
+        );
+    } else {
+        let examples: Vec<String> = Kind::ALL
+            .iter()
+            .flat_map(|kind| report.of(*kind).examples.iter().take(3))
+            .map(|(member, task)| format!("{member}/{task}"))
+            .collect();
+        tracing::warn!(cards = report.cards, members = report.members, missing, unscheduled,
+            not_live, wrong_shard, examples = %examples.join(" "),
+            "queue check found wrong entries; `cmp-worker check --repair` fixes them");
+    }
+}

@@ -1,0 +1,106 @@
+//! The budget seen from the dispatch loop: how many polls may start now so that the shared
+//! budget is booked no further than a short horizon ahead.
+//!
+//! The queues are per task type, not per carrier, so the loop cannot tell whose budget a card
+//! will spend before it reads the card. It asks for the carriers this client called in the
+//! last minute and takes the smallest room: with carriers of very different quotas, the
+//! slowest paces the dequeue of the others while its budget is booked up (the cost of one
+//! queue per type; carrier-sharded queues would lift it).
+
+use super::HttpGateway;
+use domain::CarrierId;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A carrier not called for this long no longer paces the dispatch.
+const FORGET_AFTER: Duration = Duration::from_secs(60);
+/// A dispatched poll that has not reserved its query within this long never will (the card was
+/// gone, disabled, or its poll failed before the call): it stops counting as pending.
+const PENDING_FOR: Duration = Duration::from_secs(1);
+
+/// Limited carriers called lately, with when; and the polls dispatched whose query has not
+/// reserved its slot yet (the bucket does not show them, so the next round must not count
+/// their slots as free).
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    carriers: Mutex<HashMap<CarrierId, Instant>>,
+    pending: Mutex<VecDeque<Instant>>,
+}
+
+impl Seen {
+    pub(super) fn called(&self, carrier: CarrierId) {
+        let mut seen = self.carriers.lock().unwrap_or_else(|p| p.into_inner());
+        seen.insert(carrier, Instant::now());
+    }
+
+    /// A query reserved its slot: one pending poll fewer.
+    pub(super) fn reserved(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.pop_front();
+    }
+
+    fn recent(&self) -> Vec<CarrierId> {
+        let mut seen = self.carriers.lock().unwrap_or_else(|p| p.into_inner());
+        seen.retain(|_, at| at.elapsed() < FORGET_AFTER);
+        seen.keys().copied().collect()
+    }
+
+    fn pending(&self) -> usize {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        while pending
+            .front()
+            .is_some_and(|at| at.elapsed() >= PENDING_FOR)
+        {
+            pending.pop_front();
+        }
+        pending.len()
+    }
+}
+
+impl HttpGateway {
+    /// Polls the dispatch loop just handed to the handlers: until their queries reserve (or
+    /// a second passes) they count against [`dispatch_room`](Self::dispatch_room).
+    pub fn dispatched(&self, polls: usize) {
+        let now = Instant::now();
+        let mut pending = self.seen.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.extend(std::iter::repeat_n(now, polls));
+    }
+
+    /// How many calls may still be booked before the budget of a carrier this client called
+    /// lately is booked `horizon` ahead (the smallest over those carriers; before any call,
+    /// an idle bucket at the default rate), less the polls dispatched that have not reserved
+    /// yet. `None` when no limit applies (no limiter or no rate set, or the limiter cannot
+    /// answer: the calls themselves still reserve, failing open as they do).
+    pub async fn dispatch_room(&self, horizon: Duration) -> Option<usize> {
+        let limiter = self.limiter.as_ref()?;
+        let pending = self.seen.pending();
+        let carriers = self.seen.recent();
+        if carriers.is_empty() {
+            let rate = self.config.rate_limit_per_sec;
+            return (rate > 0).then(|| {
+                let room = (horizon.as_secs_f64() * f64::from(rate)).ceil() as usize;
+                room.saturating_sub(pending)
+            });
+        }
+        let mut room: Option<usize> = None;
+        for carrier in carriers {
+            let rate = self.rate_of(carrier);
+            if rate == 0 {
+                continue;
+            }
+            let booked = match limiter.booked(&carrier.to_string()).await {
+                Ok(booked) => booked,
+                Err(error) => {
+                    tracing::debug!(carrier = %carrier, %error, "budget unreadable; dispatching without it");
+                    return None;
+                }
+            };
+            // At least one while the horizon is not reached, however low the rate.
+            let free = horizon.saturating_sub(booked).as_secs_f64() * f64::from(rate);
+            let free = free.ceil() as usize;
+            room = Some(room.map_or(free, |r| r.min(free)));
+        }
+        room.map(|room| room.saturating_sub(pending))
+    }
+}
