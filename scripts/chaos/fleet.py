@@ -162,12 +162,20 @@ class World:
             FROM tb_iot_card c LEFT JOIN tb_card_state_log l ON l.iot_card_id = c.id
             GROUP BY c.id, c.iccid, c.network_status""")
         dup = unrec = mismatch = stops = starts = 0
+        examples = []
         for iccid, net, logged_stops, logged_starts in rows:
             s = sims.get(iccid)
             if s is None:
                 continue
             applied_stop, applied_start = s["stops_applied"], s["starts_applied"]
-            dup += max(0, applied_stop - int(logged_stops)) + max(0, applied_start - int(logged_starts))
+            extra = max(0, applied_stop - int(logged_stops)) + max(0, applied_start - int(logged_starts))
+            if extra and len(examples) < 10:
+                examples.append({"iccid": iccid, "db_network_status": int(net),
+                                 "sim": s["network_status"], "stops_applied": applied_stop,
+                                 "stop_rows": int(logged_stops), "starts_applied": applied_start,
+                                 "start_rows": int(logged_starts), "stop_calls": s["stop_calls"],
+                                 "start_calls": s["start_calls"]})
+            dup += extra
             unrec += max(0, int(logged_stops) - applied_stop) + max(0, int(logged_starts) - applied_start)
             stops += applied_stop
             starts += applied_start
@@ -175,7 +183,8 @@ class World:
             if sim_net != int(net):
                 mismatch += 1
         return {"duplicate_calls": dup, "unrecorded_changes": unrec,
-                "db_carrier_mismatch": mismatch, "stops": stops, "starts": starts}
+                "db_carrier_mismatch": mismatch, "stops": stops, "starts": starts,
+                "duplicate_examples": examples}
 
     def decision_figures(self):
         """The decision table on the database's facts, card by card (`GET /cards/{id}/explain`):

@@ -38,7 +38,9 @@ mod packages;
 mod polling_control;
 pub mod webhook;
 
-pub use cards::{CardAction, CardBody, CardStatusBody};
+pub use cards::{
+    CardAction, CardBody, CardStatusBody, iccid_prefix_problem, iccid_problem, msisdn_problem,
+};
 pub use cleanup_run::{RunReport, TableReport};
 pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
 pub use context::{Admin, AdminParts, AdminStores};
