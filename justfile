@@ -74,6 +74,19 @@ ui-test:
 api-fuzz:
     scripts/api-fuzz.sh
 
+# The fault suite: real cmp-worker, cmp-api and gateway-sim against a private PostgreSQL
+# cluster and Redis server (ports 27000-27999), one fault per scenario (SIGKILL, Redis lost,
+# PostgreSQL restart, carrier faults with and without a quota, clock skew, API load); prints
+# a table, writes target/chaos/report.json. `just chaos --ci` is the short version CI runs;
+# --only s1,s4, --release, --cards N, --fuzz-secs S (cargo-fuzz targets), --strict.
+chaos *args:
+    python3 scripts/chaos {{args}}
+
+# 30 minutes of a steady fleet (not in CI): RSS of worker and API at start and end, due
+# backlog sampled, check at the end. `just soak --soak-mins 5 --soak-cards 5000` for less.
+soak *args:
+    python3 scripts/chaos --only soak --release {{args}}
+
 # The performance figures (release build; about 5 minutes on 2 cores): a table, and
 # target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep.
 bench *args:

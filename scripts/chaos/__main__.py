@@ -37,6 +37,37 @@ SCENARIOS = {
 }
 DEFAULT = ["s1", "s2", "s3", "s4", "s4q", "s5", "s6"]
 
+# Criteria the engine is known to miss today, with where the fix is being made. They still
+# run, their figures are in the table, and the row says KNOWN instead of PASS; only a failure
+# outside this list (or any with --strict) makes the exit code 1. Remove an entry when its
+# fix lands: the suite then holds the engine to it.
+KNOWN = {
+    "s1": {"duplicate_calls = 0": "a SIGKILL between the carrier's yes and the state-log "
+                                  "write: the next evaluation asks the carrier again "
+                                  "(stop-resume has no durable intent; reported)",
+           "db_carrier_mismatch = 0": "same window: the carrier changed, the database not "
+                                      "yet (healed by the next evaluation)"},
+    "s4q": {"every card polled within": "quota below demand starves cards (issue 17, fair "
+                                        "carrier quota, branch rel2)",
+            "sim per-second requests": "the shared bucket lets a burst above the rate through "
+                                       "(issue 17, fair carrier quota, branch rel2)"},
+    "s5": {"no card polled before its due time": "scripts use the worker's clock (issue 17, "
+                                                 "Redis TIME, branch rel2)",
+           "no card polled twice": "a lease is judged by the taker's clock (issue 17, Redis "
+                                   "TIME, branch rel2)",
+           "pending_stops = 0": "the skewed node's early polls leave stops pending"},
+}
+
+
+def classify(key, failures):
+    """(unexpected failures, known ones with their reason)."""
+    known = KNOWN.get(key, {})
+    unexpected, expected = [], []
+    for f in failures:
+        reason = next((why for prefix, why in known.items() if f.startswith(prefix)), None)
+        (expected if reason else unexpected).append(f if not reason else f"{f} [{reason}]")
+    return unexpected, expected
+
 
 class Ctx:
     pass
@@ -72,15 +103,17 @@ def table(results):
         rows.append([SCENARIOS[key][0], fmt(r.get("cards_checked")), fmt(r.get("cards_missing")),
                      fmt(r.get("duplicate_calls")), fmt(r.get("wrong_stops")),
                      fmt(r.get("p99_ms")), fmt(r.get("rss_start_mb")), fmt(r.get("rss_end_mb")),
-                     fmt(r.get("seconds")), "PASS" if r["ok"] else "FAIL"])
+                     fmt(r.get("seconds")), r["result"]])
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in rows]
     for key, r in results.items():
         out.append(f"{SCENARIOS[key][0]}: {r.get('fault', '')}")
-        if r.get("failures"):
-            out.append(f"    failed: {'; '.join(r['failures'])}")
+        if r.get("unexpected"):
+            out.append(f"    failed: {'; '.join(r['unexpected'])}")
+        if r.get("known"):
+            out.append(f"    known: {'; '.join(r['known'])}")
         extra = {k: v for k, v in r.items() if k in EXTRA and v is not None}
         if extra:
             out.append("    " + ", ".join(f"{k}={fmt(v)}" for k, v in extra.items()))
@@ -96,14 +129,27 @@ EXTRA = ("kills", "not_polled_after_kills", "polled_more_than_bound", "poll_boun
          "starts", "due_backlog_max", "due_backlog_last", "error")
 
 
+def settle(key, r, strict):
+    unexpected, known = classify(key, r.get("failures", []))
+    if strict:
+        unexpected, known = unexpected + known, []
+    r["unexpected"], r["known"] = unexpected, known
+    r["ok"] = not unexpected
+    r["result"] = "FAIL" if unexpected else ("KNOWN" if known else "PASS")
+
+
 def main():
     ap = argparse.ArgumentParser(prog="chaos", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ci", action="store_true", help="the short version (minutes)")
     ap.add_argument("--only", default="", help="comma-separated: " + ",".join(SCENARIOS))
     ap.add_argument("--release", action="store_true", help="release binaries")
-    ap.add_argument("--cards", type=int, default=600, help="fleet size of scenarios 1-4, 6")
-    ap.add_argument("--quota", type=int, default=25, help="CMP_GATEWAY_RATE_LIMIT of s4q")
+    ap.add_argument("--cards", type=int, default=None,
+                    help="fleet size of scenarios 1-4, 6 (300 with --ci, else 1000)")
+    ap.add_argument("--strict", action="store_true",
+                    help="known failures (KNOWN in scripts/chaos/__main__.py) fail the run too")
+    ap.add_argument("--quota", type=int, default=None,
+                    help="CMP_GATEWAY_RATE_LIMIT of s4q (default cards / 40: about a third of demand)")
     ap.add_argument("--soak-mins", type=int, default=30)
     ap.add_argument("--soak-cards", type=int, default=20000)
     ap.add_argument("--soak-interval", type=int, default=60, help="carddata interval of the soak")
@@ -123,7 +169,8 @@ def main():
     logdir = os.path.join(outdir, f"logs-{stamp}")
     os.makedirs(logdir, exist_ok=True)
     ctx = Ctx()
-    ctx.cards, ctx.quota = args.cards, args.quota
+    ctx.cards = args.cards or (300 if args.ci else 1000)
+    ctx.quota = args.quota or max(3, ctx.cards // 40)
     ctx.soak_mins, ctx.soak_cards, ctx.soak_interval = args.soak_mins, args.soak_cards, args.soak_interval
     bindir = build(args.release)
     ctx.bin = lambda name: os.path.join(bindir, name)
@@ -147,13 +194,14 @@ def main():
                 r = {"error": f"{type(e).__name__}: {e}", "failures": ["scenario error"]}
                 traceback.print_exc()
             r["seconds"] = round(time.time() - t0)
-            r["ok"] = not r.get("failures")
+            settle(key, r, args.strict)
             results[key] = r
-            print(f"chaos: {name}: {'PASS' if r['ok'] else 'FAIL ' + '; '.join(r['failures'])} "
+            print(f"chaos: {name}: {r['result']} {'; '.join(r.get('failures', []))} "
                   f"({r['seconds']}s)", flush=True)
         if args.fuzz_secs:
             from fuzz import run_fuzz
             results["fuzz"] = run_fuzz(ROOT, args.fuzz_secs)
+            settle("fuzz", results["fuzz"], args.strict)
     finally:
         ctx.procs.stop_all()
         if ctx.pg is not None:

@@ -187,9 +187,11 @@ class Postgres:
         self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-o", opts,
                     "-l", self.log, "-w", "-t", "60", "start"])
 
-    def restart(self):
+    def restart(self, down_secs=0):
+        """Fast shutdown (every session ended), `down_secs` without a server, start again."""
         self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-m", "fast",
                     "-w", "-t", "60", "stop"])
+        time.sleep(down_secs)
         self.start()
 
     def url(self, db):

@@ -131,7 +131,7 @@ def s1_kill(ctx, ci):
 
 
 def s2_redis(ctx, ci):
-    warm, after = (20, 40) if ci else (60, 120)
+    warm, after = (15, 35) if ci else (60, 120)
     w = World(ctx, "s2", cards=ctx.cards, interval=10)
     try:
         w.spawn_api()
@@ -165,13 +165,13 @@ def s2_redis(ctx, ci):
 
 
 def s3_postgres(ctx, ci):
-    warm, after = (20, 40) if ci else (60, 120)
+    warm, after = (15, 35) if ci else (60, 120)
     w = World(ctx, "s3", cards=ctx.cards, interval=10)
     try:
         w.spawn_api()
         a = w.spawn_worker("a")
         w.wait_ready(a)
-        f = {"fault": "PostgreSQL backends terminated, then the server restarted mid-run",
+        f = {"fault": "PostgreSQL backends terminated, 5 s later the server down for 5 s",
              "rss_start_mb": warm_rss(w)}
         time.sleep(warm)
         sampler = Sampler({"worker": a.http, "api": w.api})
@@ -182,7 +182,7 @@ def s3_postgres(ctx, ci):
                             f"pg_stat_activity WHERE datname = '{w.db}'")
         f["backends_terminated"] = int(killed[0][0])
         time.sleep(5)
-        ctx.pg.restart()
+        ctx.pg.restart(down_secs=5)
         time.sleep(after)
         sampler.halt.set()
         for name in ("worker", "api"):
@@ -205,7 +205,7 @@ FAULTS = {"error_rate": 0.2, "throttle_rate": 0.1, "timeout_rate": 0.05}
 
 
 def s4_carrier(ctx, ci, quota):
-    span = 60 if ci else 300
+    span = 45 if ci else 300
     name = "s4q" if quota else "s4"
     w = World(ctx, name, cards=ctx.cards, interval=10)
     try:
