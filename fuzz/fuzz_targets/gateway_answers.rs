@@ -2,7 +2,9 @@
 //! goes on through what the carddata handler does with it (month, delta against the card's
 //! counters, the deduction plan over a limited and an unlimited package). None of it may panic.
 //!
-//! Input: two JSON documents separated by a 0xFF byte (the previous poll's answer and this one).
+//! Input: one byte choosing the card's packages (a limited one at ratio 1.25, an unlimited one,
+//! or both), then two JSON documents separated by a 0xFF byte (the previous poll's answer and
+//! this one).
 
 #![no_main]
 
@@ -52,15 +54,21 @@ fuzz_target!(|data: &[u8]| {
     let _ = serde_json::from_slice::<RealNameAnswer>(data);
     let _ = serde_json::from_slice::<NetworkAnswer>(data);
     let _ = serde_json::from_slice::<PackagesAnswer>(data);
+    let Some((choice, data)) = data.split_first() else {
+        return;
+    };
     let (first, second) = match data.iter().position(|b| *b == 0xFF) {
         Some(i) => (&data[..i], &data[i + 1..]),
         None => (data, &data[..0]),
     };
     let mut counters = MonthCounters::default();
-    let packages = [
-        package(1, Some(Decimal::from(1024)), Decimal::new(125, 2)),
-        package(2, None, Decimal::ONE),
-    ];
+    let limited = package(1, Some(Decimal::from(1024)), Decimal::new(125, 2));
+    let unlimited = package(2, None, Decimal::ONE);
+    let packages = match choice % 3 {
+        0 => vec![limited],
+        1 => vec![unlimited],
+        _ => vec![limited, unlimited],
+    };
     let now = Utc.timestamp_opt(1_780_000_000, 0).single().unwrap_or_default();
     for answer in [first, second].into_iter().filter_map(usage) {
         let update = apply_month_total(&counters, &answer);

@@ -145,9 +145,26 @@ class World:
             parts = line.split()
             if len(parts) >= 2 and parts[0] in found and parts[1].isdigit():
                 found[parts[0]] = int(parts[1])
+        named = re.findall(r"e\.g\. (\d+)/(\w+)", out)
         return {"check_exit": code, "cards_checked": int(m.group(1)) if m else 0,
+                "check_examples": [self.card_story(int(c), t) for c, t in named[:3]],
                 "cards_missing": found["missing"], "check_findings": found,
                 "check_output": out.strip().splitlines()[-6:]}
+
+    def card_story(self, card_id, task=None):
+        """What the database and the queues say about one card (for a failed criterion)."""
+        row = self.ctx.pg.sql(self.db, f"""
+            SELECT c.network_status, c.stop_reason, c.real_name_status, c.card_category,
+                   c.device_id, c.enable_polling FROM tb_iot_card c WHERE c.id = {card_id}""")
+        log = self.ctx.pg.sql(self.db, f"""
+            SELECT id, from_status, to_status, stop_reason, trigger, gateway_outcome,
+                   to_char(created_at, 'HH24:MI:SS.MS') FROM tb_card_state_log
+            WHERE iot_card_id = {card_id} ORDER BY id""")
+        shard = card_id % 16
+        scores = {t: self.ctx.redis.cmd("ZSCORE", f"polling:shard:{shard}:queue:{t}", card_id)
+                  for t in TASKS}
+        return {"card": card_id, "task": task, "card_row": row, "state_log": log,
+                "scores": scores}
 
     def calls_figures(self, sims):
         """Duplicate and unrecorded carrier changes, and carrier/database disagreement.

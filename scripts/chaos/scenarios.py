@@ -69,9 +69,23 @@ def finish(w, figures, settle_before_stop=0, skip=()):
     figures.update(w.calls_figures(sims))
     figures.update(w.decision_figures())
     figures["repeated_stops"] = w.repeated_stops()
+    if figures["repeated_stops"]:
+        ids = w.ctx.pg.sql(w.db, """
+            SELECT DISTINCT iot_card_id FROM (
+              SELECT iot_card_id, to_status, lag(to_status) OVER w AS prev
+              FROM tb_card_state_log WHERE gateway_outcome = 'ok'
+              WINDOW w AS (PARTITION BY iot_card_id ORDER BY id)) x
+            WHERE to_status = 0 AND prev = 0 LIMIT 3""")
+        figures["repeated_stop_examples"] = [w.card_story(int(i[0])) for i in ids]
     fails = figures.setdefault("failures", [])
-    expect(fails, figures["check_exit"] == 0, "cmp-worker check exit 0")
-    for key in ("cards_missing", "duplicate_calls", "unrecorded_changes", "db_carrier_mismatch",
+    # A missing entry whose card's last change was a reason change without a carrier call is
+    # the known alignment gap (see KNOWN_EVERYWHERE); judged on the examples check names.
+    after_reason = bool(figures["check_examples"]) and all(
+        e["state_log"] and e["state_log"][-1][5] == "not_called" for e in figures["check_examples"])
+    why = " (after a reason change without carrier call)" if after_reason else ""
+    expect(fails, figures["check_exit"] == 0, "cmp-worker check exit 0" + why)
+    expect(fails, figures["cards_missing"] == 0, "cards_missing = 0" + why)
+    for key in ("duplicate_calls", "unrecorded_changes", "db_carrier_mismatch",
                 "wrong_stops", "pending_stops", "repeated_stops"):
         if key in skip:
             continue

@@ -68,7 +68,10 @@ impl CardListQuery {
         if let Some(problem) = msisdn.as_deref().and_then(msisdn_problem) {
             errors.push(FieldError::new("/msisdn", problem));
         }
-        for (pointer, id) in [("/device_id", self.device_id), ("/carrier_id", self.carrier_id)] {
+        for (pointer, id) in [
+            ("/device_id", self.device_id),
+            ("/carrier_id", self.carrier_id),
+        ] {
             if id.is_some_and(|v| v <= 0) {
                 errors.push(FieldError::new(pointer, "must be a positive id"));
             }

@@ -42,7 +42,12 @@ async fn card_filters_are_checked_and_name_the_parameter() {
         ["/iccid", "/msisdn", "/device_id", "/carrier_id"]
     );
     // Values of the wrong type are 400/422 problems too, never a 5xx.
-    for query in ["device_id=abc", "network_status=7", "page=-1", "enable_polling=maybe"] {
+    for query in [
+        "device_id=abc",
+        "network_status=7",
+        "page=-1",
+        "enable_polling=maybe",
+    ] {
         let a = list(query.to_owned()).await;
         assert!(a.status.is_client_error(), "{query}: {}", a.status);
         assert_eq!(a.content_type, "application/problem+json", "{query}");
@@ -64,7 +69,11 @@ async fn iccid_and_msisdn_formats_are_checked_on_create_and_import() {
         "8986 000000000000000",    // a space inside
     ] {
         let a = w
-            .post("/api/admin/cards", ADMIN, json!({"iccid": bad, "carrier_id": 1}))
+            .post(
+                "/api/admin/cards",
+                ADMIN,
+                json!({"iccid": bad, "carrier_id": 1}),
+            )
             .await;
         assert_eq!(pointers(&a), ["/iccid"], "{bad}");
     }
@@ -78,9 +87,13 @@ async fn iccid_and_msisdn_formats_are_checked_on_create_and_import() {
     assert_eq!(pointers(&a), ["/msisdn"]);
     // An ICCID with letters in the issuer part, 19 and 22 characters: accepted.
     for good in ["898600A0000000000F1", "8986000000000000000012"] {
-        w.post("/api/admin/cards", ADMIN, json!({"iccid": good, "carrier_id": 1, "msisdn": "+8613800000001"}))
-            .await
-            .ok(StatusCode::CREATED);
+        w.post(
+            "/api/admin/cards",
+            ADMIN,
+            json!({"iccid": good, "carrier_id": 1, "msisdn": "+8613800000001"}),
+        )
+        .await
+        .ok(StatusCode::CREATED);
     }
     // An import with one bad row is refused whole, the row named.
     let rows = json!({"cards": [
@@ -110,7 +123,9 @@ async fn webhook_urls_must_be_http_or_https_with_a_host() {
         "hooks.example/no-scheme",
         long.as_str(),
     ] {
-        let a = w.post("/api/admin/polling-alert-rules", ADMIN, rule(bad)).await;
+        let a = w
+            .post("/api/admin/polling-alert-rules", ADMIN, rule(bad))
+            .await;
         assert_eq!(pointers(&a), ["/webhook_url"], "{bad}");
     }
     w.post(

@@ -88,7 +88,11 @@ impl CardBody {
         if let Some(problem) = iccid_problem(iccid) {
             checks.fail(format!("{prefix}/iccid"), problem);
         }
-        if let Some(problem) = self.msisdn.as_deref().and_then(|m| msisdn_problem(m.trim())) {
+        if let Some(problem) = self
+            .msisdn
+            .as_deref()
+            .and_then(|m| msisdn_problem(m.trim()))
+        {
             checks.fail(format!("{prefix}/msisdn"), format!("{problem}, or null"));
         }
         if self.carrier_id <= 0 {
