@@ -74,16 +74,17 @@ ui-test:
 api-fuzz:
     scripts/api-fuzz.sh
 
-# The fault suite: real cmp-worker, cmp-api and gateway-sim against a private PostgreSQL
-# cluster and Redis server (ports 27000-27999), one fault per scenario (SIGKILL, Redis lost,
-# PostgreSQL restart, carrier faults with and without a quota, clock skew, API load); prints
-# a table, writes target/chaos/report.json. `just chaos --ci` is the short version CI runs;
-# --only s1,s4, --release, --cards N, --fuzz-secs S (cargo-fuzz targets), --strict.
+# Real cmp-worker, cmp-api and gateway-sim against a private PostgreSQL cluster and Redis server
+# (ports 27000-27999), one fault per scenario (SIGKILL, Redis lost, PostgreSQL restart, carrier
+# faults with and without a quota, clock skew, API load). Options: --only s1,s4, --release,
+# --cards N, --fuzz-secs S (cargo-fuzz targets), --strict (known gaps fail too).
+# The fault suite: a table and target/chaos/report.json; `just chaos --ci` is the short version CI runs.
 chaos *args:
     python3 scripts/chaos {{args}}
 
-# 30 minutes of a steady fleet (not in CI): RSS of worker and API at start and end, due
-# backlog sampled, check at the end. `just soak --soak-mins 5 --soak-cards 5000` for less.
+# RSS of worker and API at start and end, due backlog sampled, check at the end;
+# `just soak --soak-mins 5 --soak-cards 5000` for less.
+# A 30-minute soak of a steady fleet (release build; not in CI).
 soak *args:
     python3 scripts/chaos --only soak --release {{args}}
 
