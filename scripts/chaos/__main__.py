@@ -142,7 +142,8 @@ EXTRA = ("kills", "not_polled_after_kills", "polled_more_than_bound", "poll_boun
          "peak_requests_per_s", "quota_cap_per_s", "not_polled_in_settle", "settle_s",
          "polled_before_due", "polled_twice", "never_polled", "responses_5xx", "routes_walked",
          "pending_stops", "repeated_stops", "unrecorded_changes", "db_carrier_mismatch", "stops",
-         "starts", "due_backlog_max", "due_backlog_last", "error")
+         "starts", "due_backlog_max", "due_backlog_last", "due_backlog_cap",
+         "worker_rss_growth_second_half_mb", "error")
 
 
 def settle(key, r, strict):
