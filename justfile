@@ -74,6 +74,20 @@ ui-test:
 api-fuzz:
     scripts/api-fuzz.sh
 
+# Real cmp-worker, cmp-api and gateway-sim against a private PostgreSQL cluster and Redis server
+# (ports 27000-27999), one fault per scenario (SIGKILL, Redis lost, PostgreSQL restart, carrier
+# faults with and without a quota, clock skew, API load). Options: --only s1,s4, --release,
+# --cards N, --fuzz-secs S (cargo-fuzz targets), --strict (known gaps fail too).
+# The fault suite: a table and target/chaos/report.json; `just chaos --ci` is the short version CI runs.
+chaos *args:
+    python3 scripts/chaos {{args}}
+
+# RSS of worker and API at start and end, due backlog sampled, check at the end;
+# `just soak --soak-mins 5 --soak-cards 5000` for less.
+# A 30-minute soak of a steady fleet (release build; not in CI).
+soak *args:
+    python3 scripts/chaos --only soak --release {{args}}
+
 # The performance figures (release build; about 5 minutes on 2 cores): a table, and
 # target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep.
 bench *args:

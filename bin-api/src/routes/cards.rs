@@ -2,11 +2,12 @@
 //! the month's usage.
 
 use crate::app::AppState;
-use crate::error::ApiResult;
+use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
 use admin::{
-    CardAction, CardBody, CardStatusBody, Explanation, ImportBody, ImportReport, MonthUsage,
+    CardAction, CardBody, CardStatusBody, Explanation, FieldError, ImportBody, ImportReport,
+    MonthUsage, iccid_prefix_problem, msisdn_problem,
 };
 use axum::Json;
 use axum::extract::State;
@@ -38,11 +39,15 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct CardListQuery {
-    /// ICCID prefix.
-    #[param(example = "8986")]
+    /// ICCID prefix: 1 to 22 letters or digits.
+    #[param(example = "8986", pattern = "^[A-Za-z0-9]{1,22}$", max_length = 22)]
     iccid: Option<String>,
+    /// The whole MSISDN: an optional `+` and 1 to 20 digits.
+    #[param(pattern = "^\\+?[0-9]{1,20}$", max_length = 21)]
     msisdn: Option<String>,
+    #[param(minimum = 1)]
     device_id: Option<i64>,
+    #[param(minimum = 1)]
     carrier_id: Option<i64>,
     /// Platform status code.
     status: Option<i16>,
@@ -54,10 +59,31 @@ pub(crate) struct CardListQuery {
 }
 
 impl CardListQuery {
-    fn query(self) -> CardQuery {
-        CardQuery {
-            iccid_prefix: self.iccid.filter(|s| !s.is_empty()),
-            msisdn: self.msisdn.filter(|s| !s.is_empty()),
+    /// The filters, each checked (a 422 names every bad parameter).
+    fn query(self) -> Result<CardQuery, Problem> {
+        let iccid = self.iccid.filter(|s| !s.is_empty());
+        let msisdn = self.msisdn.filter(|s| !s.is_empty());
+        let mut errors = Vec::new();
+        if let Some(problem) = iccid.as_deref().and_then(iccid_prefix_problem) {
+            errors.push(FieldError::new("/iccid", problem));
+        }
+        if let Some(problem) = msisdn.as_deref().and_then(msisdn_problem) {
+            errors.push(FieldError::new("/msisdn", problem));
+        }
+        for (pointer, id) in [
+            ("/device_id", self.device_id),
+            ("/carrier_id", self.carrier_id),
+        ] {
+            if id.is_some_and(|v| v <= 0) {
+                errors.push(FieldError::new(pointer, "must be a positive id"));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Problem::validation(errors));
+        }
+        Ok(CardQuery {
+            iccid_prefix: iccid,
+            msisdn,
             device_id: self.device_id.map(DeviceId),
             carrier_id: self.carrier_id.map(CarrierId),
             status: self.status,
@@ -66,7 +92,7 @@ impl CardListQuery {
             card_category: self.card_category,
             real_name_status: self.real_name_status,
             enable_polling: self.enable_polling,
-        }
+        })
     }
 }
 
@@ -81,7 +107,7 @@ async fn list(
     Ok(Json(
         state
             .admin
-            .list_cards(&filter.query(), page.page()?)
+            .list_cards(&filter.query()?, page.page()?)
             .await?,
     ))
 }

@@ -47,7 +47,7 @@ async fn create_get_list_and_conflicts() {
         .post(
             "/api/admin/cards",
             ADMIN,
-            json!({"iccid": "123", "carrier_id": 1, "device_id": 77}),
+            json!({"iccid": iccid(123), "carrier_id": 1, "device_id": 77}),
         )
         .await;
     a.problem(StatusCode::UNPROCESSABLE_ENTITY);
@@ -55,7 +55,7 @@ async fn create_get_list_and_conflicts() {
         w.post(
             "/api/admin/cards",
             key,
-            json!({"iccid": "55", "carrier_id": 1}),
+            json!({"iccid": iccid(55), "carrier_id": 1}),
         )
         .await
         .problem(StatusCode::FORBIDDEN);

@@ -13,6 +13,7 @@ mod manual;
 mod ops_alerts;
 mod ops_monitoring;
 mod ui;
+mod validation;
 
 use crate::app::{AppState, app};
 use crate::keys::hash_key;

@@ -17,11 +17,12 @@ use utoipa::ToSchema;
     "carrier_id": 1, "card_category": "normal", "status": 1, "real_name_status": 1,
     "network_status": 1, "enable_polling": true, "device_id": null}))]
 pub struct CardBody {
-    /// 1 to 32 letters or digits; unique among live cards.
-    #[schema(pattern = "^[0-9A-Za-z]{1,32}$", example = "89860000000000000501")]
+    /// An ICCID: 18 to 22 letters or digits starting with `89`; unique among live cards.
+    #[schema(pattern = "^89[0-9A-Za-z]{16,20}$", example = "89860000000000000501")]
     pub iccid: String,
+    /// An optional `+` and 1 to 20 digits.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 32, pattern = "^\\S(.*\\S)?$")]
+    #[schema(min_length = 1, max_length = 21, pattern = "^\\+?[0-9]{1,20}$")]
     pub msisdn: Option<String>,
     #[schema(minimum = 1)]
     pub carrier_id: i64,
@@ -58,24 +59,41 @@ fn yes() -> bool {
     true
 }
 
+/// An ICCID (ITU-T E.118): 18 to 22 characters starting with the telecom prefix `89`; letters
+/// are accepted after it (some carriers' issuer parts carry them).
+pub fn iccid_problem(iccid: &str) -> Option<&'static str> {
+    let ok = (18..=22).contains(&iccid.len())
+        && iccid.starts_with("89")
+        && iccid.bytes().all(|b| b.is_ascii_alphanumeric());
+    (!ok).then_some("must be an ICCID: 18 to 22 letters or digits starting with 89")
+}
+
+/// The ICCID prefix of a search: 1 to 22 letters or digits.
+pub fn iccid_prefix_problem(prefix: &str) -> Option<&'static str> {
+    let ok = (1..=22).contains(&prefix.len()) && prefix.bytes().all(|b| b.is_ascii_alphanumeric());
+    (!ok).then_some("must be 1 to 22 letters or digits")
+}
+
+/// An MSISDN: an optional `+`, then 1 to 20 digits.
+pub fn msisdn_problem(msisdn: &str) -> Option<&'static str> {
+    let digits = msisdn.strip_prefix('+').unwrap_or(msisdn);
+    let ok = (1..=20).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    (!ok).then_some("must be an optional + and 1 to 20 digits")
+}
+
 impl CardBody {
     /// Field checks that need no I/O; pointers start with `prefix` (`""` or `/cards/3`).
     pub(crate) fn check(&self, prefix: &str, checks: &mut Checks) -> NewCard {
         let iccid = self.iccid.trim();
-        if iccid.is_empty() || iccid.len() > 32 || !iccid.chars().all(|c| c.is_ascii_alphanumeric())
-        {
-            checks.fail(
-                format!("{prefix}/iccid"),
-                "must be 1 to 32 letters or digits",
-            );
+        if let Some(problem) = iccid_problem(iccid) {
+            checks.fail(format!("{prefix}/iccid"), problem);
         }
-        if let Some(m) = &self.msisdn
-            && (m.trim().is_empty() || m.chars().count() > 32)
+        if let Some(problem) = self
+            .msisdn
+            .as_deref()
+            .and_then(|m| msisdn_problem(m.trim()))
         {
-            checks.fail(
-                format!("{prefix}/msisdn"),
-                "must be 1 to 32 characters, or null",
-            );
+            checks.fail(format!("{prefix}/msisdn"), format!("{problem}, or null"));
         }
         if self.carrier_id <= 0 {
             checks.fail(

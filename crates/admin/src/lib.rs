@@ -40,7 +40,9 @@ mod polling_control;
 mod usage_month;
 pub mod webhook;
 
-pub use cards::{CardAction, CardBody, CardStatusBody};
+pub use cards::{
+    CardAction, CardBody, CardStatusBody, iccid_prefix_problem, iccid_problem, msisdn_problem,
+};
 pub use cleanup_run::{RunReport, TableReport};
 pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
 pub use context::{Admin, AdminParts, AdminStores};

@@ -1,0 +1,233 @@
+"""`just chaos`: the fault suite. Real cmp-worker, cmp-api and gateway-sim processes against a
+private PostgreSQL cluster and a private Redis server (ports 27000-27999), one fault per
+scenario, the figures taken afterwards; a table on standard output and JSON under
+target/chaos/. `--ci` is the short version `.ci/run` runs. Exit 1 when a scenario fails.
+
+    python3 scripts/chaos [--ci] [--only s1,s4] [--release] [--cards N] [--fuzz-secs S]
+    python3 scripts/chaos --only soak --soak-mins 30 --soak-cards 20000
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from api_load import s6_api  # noqa: E402
+from infra import Postgres, Procs, Redis  # noqa: E402
+from scenarios import s1_kill, s2_redis, s3_postgres, s4_carrier, s5_skew, s7_soak  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+SCENARIOS = {
+    "s1": ("1 SIGKILL workers", s1_kill),
+    "s2": ("2 Redis lost", s2_redis),
+    "s3": ("3 PostgreSQL restart", s3_postgres),
+    "s4": ("4 carrier faults", lambda c, ci: s4_carrier(c, ci, 0)),
+    "s4q": ("4 faults + quota", lambda c, ci: s4_carrier(c, ci, c.quota)),
+    "s5": ("5 clock +60s", s5_skew),
+    "s6": ("6 API under load", s6_api),
+    "soak": ("7 soak", s7_soak),
+}
+DEFAULT = ["s1", "s2", "s3", "s4", "s4q", "s5", "s6"]
+
+# Criteria the engine is known to miss today, with where the fix is being made. They still
+# run, their figures are in the table, and the row says KNOWN instead of PASS; only a failure
+# outside this list (or any with --strict) makes the exit code 1. Remove an entry when its
+# fix lands: the suite then holds the engine to it.
+KNOWN = {
+    "s1": {"duplicate_calls = 0": "a SIGKILL between the carrier's yes and the state-log "
+                                  "write: the next evaluation asks the carrier again "
+                                  "(stop-resume has no durable intent; reported)",
+           "db_carrier_mismatch = 0": "same window: the carrier changed, the database not "
+                                      "yet (healed by the next evaluation)"},
+    "s2": {"repeated_stops = 0": "seen once in 3 runs: the card locks live in Redis; when "
+                                 "Redis loses them mid-evaluation a second evaluation stops "
+                                 "the card again (likely; reported)"},
+}
+
+
+# In every scenario: `check` finds a card missing from a queue its config schedules after a
+# reason change without a carrier call (finish() marks those findings).
+KNOWN_EVERYWHERE = {
+    "cards_missing = 0 (after a reason change": "the realname handler's reason change on a "
+        "stopped card (not_realname -> traffic_exhausted, not_called) does not align the "
+        "queues: the card misses the protect queue of its new config (reported)",
+    "cmp-worker check exit 0 (after a reason change": "same finding",
+}
+
+
+def classify(key, failures):
+    """(unexpected failures, known ones with their reason)."""
+    known = {**KNOWN_EVERYWHERE, **KNOWN.get(key, {})}
+    unexpected, expected = [], []
+    for f in failures:
+        reason = next((why for prefix, why in known.items() if f.startswith(prefix)), None)
+        (expected if reason else unexpected).append(f if not reason else f"{f} [{reason}]")
+    return unexpected, expected
+
+
+class Ctx:
+    pass
+
+
+def build(release):
+    argv = ["cargo", "build", "--quiet", "--bin", "gateway-sim", "--bin", "cmp-worker",
+            "--bin", "cmp-api"] + (["--release"] if release else [])
+    print(f"chaos: {' '.join(argv)}", flush=True)
+    subprocess.run(argv, check=True, cwd=ROOT)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    return os.path.join(target, "release" if release else "debug")
+
+
+def need(tool, package):
+    if shutil.which(tool) is None:
+        raise SystemExit(f"chaos: {tool} is required (apt-get install -y {package})")
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, list):
+        return "/".join(fmt(x) for x in v)
+    return str(v)
+
+
+def table(results):
+    cols = ["scenario", "checked", "missing", "dup calls", "wrong stops", "p99 ms",
+            "RSS start MB", "RSS end MB", "s", "result"]
+    rows = []
+    for key, r in results.items():
+        rows.append([SCENARIOS[key][0], fmt(r.get("cards_checked")), fmt(r.get("cards_missing")),
+                     fmt(r.get("duplicate_calls")), fmt(r.get("wrong_stops")),
+                     fmt(r.get("p99_ms")), fmt(r.get("rss_start_mb")), fmt(r.get("rss_end_mb")),
+                     fmt(r.get("seconds")), r["result"]])
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    for key, r in results.items():
+        out.append(f"{SCENARIOS[key][0]}: {r.get('fault', '')}")
+        if r.get("unexpected"):
+            out.append(f"    failed: {'; '.join(r['unexpected'])}")
+        if r.get("known"):
+            out.append(f"    known: {'; '.join(r['known'])}")
+        extra = {k: v for k, v in r.items() if k in EXTRA and v is not None}
+        if extra:
+            out.append("    " + ", ".join(f"{k}={fmt(v)}" for k, v in extra.items()))
+    return "\n".join(out)
+
+
+EXTRA = ("kills", "not_polled_after_kills", "polled_more_than_bound", "poll_bound",
+         "worker_ready_red", "worker_ready_green_after_s", "api_ready_red",
+         "api_ready_green_after_s", "not_polled_after_restart", "backends_terminated",
+         "peak_requests_per_s", "quota_cap_per_s", "not_polled_in_settle", "settle_s",
+         "polled_before_due", "polled_twice", "never_polled", "responses_5xx", "routes_walked",
+         "pending_stops", "repeated_stops", "unrecorded_changes", "db_carrier_mismatch", "stops",
+         "starts", "due_backlog_max", "due_backlog_last", "due_backlog_cap",
+         "worker_rss_growth_second_half_mb", "error")
+
+
+def settle(key, r, strict):
+    unexpected, known = classify(key, r.get("failures", []))
+    if strict:
+        unexpected, known = unexpected + known, []
+    r["unexpected"], r["known"] = unexpected, known
+    r["ok"] = not unexpected
+    r["result"] = "FAIL" if unexpected else ("KNOWN" if known else "PASS")
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="chaos", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ci", action="store_true", help="the short version (minutes)")
+    ap.add_argument("--only", default="", help="comma-separated: " + ",".join(SCENARIOS))
+    ap.add_argument("--release", action="store_true", help="release binaries")
+    ap.add_argument("--cards", type=int, default=None,
+                    help="fleet size of scenarios 1-4, 6 (300 with --ci, else 1000)")
+    ap.add_argument("--strict", action="store_true",
+                    help="known failures (KNOWN in scripts/chaos/__main__.py) fail the run too")
+    ap.add_argument("--quota", type=int, default=None,
+                    help="CMP_GATEWAY_RATE_LIMIT of s4q (default cards / 40: about a third of demand)")
+    ap.add_argument("--soak-mins", type=int, default=30)
+    ap.add_argument("--soak-cards", type=int, default=20000)
+    ap.add_argument("--soak-interval", type=int, default=60, help="carddata interval of the soak")
+    ap.add_argument("--fuzz-secs", type=int, default=0, help="run the cargo-fuzz targets this long each")
+    ap.add_argument("--keep-logs", action="store_true")
+    args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s] or DEFAULT
+    for s in only:
+        if s not in SCENARIOS:
+            raise SystemExit(f"chaos: --only: unknown scenario {s} (one of {', '.join(SCENARIOS)})")
+    for tool, pkg in (("redis-server", "redis-server"), ("psql", "postgresql-client"),
+                      ("runuser", "util-linux"), ("wrk", "wrk"), ("faketime", "faketime")):
+        need(tool, pkg)
+
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    outdir = os.path.join(ROOT, "target", "chaos")
+    logdir = os.path.join(outdir, f"logs-{stamp}")
+    os.makedirs(logdir, exist_ok=True)
+    ctx = Ctx()
+    ctx.cards = args.cards or (300 if args.ci else 1000)
+    ctx.quota = args.quota or max(3, ctx.cards // 40)
+    ctx.soak_mins, ctx.soak_cards, ctx.soak_interval = args.soak_mins, args.soak_cards, args.soak_interval
+    bindir = build(args.release)
+    ctx.bin = lambda name: os.path.join(bindir, name)
+    ctx.procs = Procs(logdir)
+    ctx.pg = None
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    results = {}
+    started = time.time()
+    try:
+        ctx.pg = Postgres(logdir)
+        ctx.redis = Redis(ctx.procs)
+        print(f"chaos: private PostgreSQL on :{ctx.pg.port}, Redis on :{ctx.redis.port}; "
+              f"logs in {logdir}", flush=True)
+        for key in only:
+            name, fn = SCENARIOS[key]
+            t0 = time.time()
+            print(f"chaos: {name} ...", flush=True)
+            try:
+                r = fn(ctx, args.ci)
+            except Exception as e:  # noqa: BLE001 - a scenario that breaks is a failed row
+                r = {"error": f"{type(e).__name__}: {e}", "failures": ["scenario error"]}
+                traceback.print_exc()
+            r["seconds"] = round(time.time() - t0)
+            settle(key, r, args.strict)
+            results[key] = r
+            print(f"chaos: {name}: {r['result']} {'; '.join(r.get('failures', []))} "
+                  f"({r['seconds']}s)", flush=True)
+        if args.fuzz_secs:
+            from fuzz import run_fuzz
+            results["fuzz"] = run_fuzz(ROOT, args.fuzz_secs)
+            settle("fuzz", results["fuzz"], args.strict)
+    finally:
+        ctx.procs.stop_all()
+        if ctx.pg is not None:
+            ctx.pg.close()
+    load = open("/proc/loadavg").read().split()[:3]
+    report = {"started": stamp, "ci": args.ci, "release": args.release, "load_average": load,
+              "seconds": round(time.time() - started), "scenarios": results}
+    path = os.path.join(outdir, f"report-{stamp}.json")
+    with open(path, "w") as fh:
+        json.dump(report, fh, indent=2, default=str)
+    shutil.copyfile(path, os.path.join(outdir, "report.json"))
+    SCENARIOS["fuzz"] = ("fuzz", None)
+    print()
+    print(table(results))
+    print(f"\nload average {' '.join(load)}; {report['seconds']}s; JSON: {path}")
+    ok = all(r["ok"] for r in results.values())
+    if ok and not args.keep_logs:
+        shutil.rmtree(logdir, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""A scenario's world: its own database on the private cluster, the private Redis, its own
+gateway-sim, a seeded fleet with short intervals, and the real binaries started against them;
+then the figures taken afterwards from `cmp-worker check`, the simulator's per-card counters,
+`tb_card_state_log` and the API's explain (the decision table on the database's facts)."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+from infra import Http, free_port, rss_kb, wait_until
+
+TASKS = ("realname", "carddata", "package", "protect")
+# A tenth of the cards burn through their package in a few polls (the sim's usage grows by
+# this many MB a query), so stops happen during the run.
+FAST_GROWTH_MB = 300
+
+
+class World:
+    def __init__(self, ctx, name, cards, interval, sim_args=()):
+        self.ctx, self.name, self.cards, self.interval = ctx, name, cards, interval
+        self.db = f"chaos_{name}_{os.getpid()}"
+        ctx.pg.sql("postgres", f"CREATE DATABASE {self.db}")
+        ctx.redis.cmd("FLUSHALL")  # the private instance: nothing else lives there
+        self.sim_addr = f"127.0.0.1:{free_port()}"
+        self.sim_proc = ctx.procs.spawn(f"{name}-gateway-sim", [
+            ctx.bin("gateway-sim"), "serve", "--bind", self.sim_addr, "--hang-ms", "3000",
+            *sim_args])
+        self.sim = Http(self.sim_addr)
+        wait_until("gateway-sim", lambda: self.sim.status("/sim/stats") == 200, 30)
+        self.workers = []
+        self.api_proc = None
+        self.api_addr = None
+        self.run(["migrate"])
+        self.run(["seed", "--cards", str(cards), "--gateway-url", f"http://{self.sim_addr}"])
+        self.shorten_intervals(interval)
+        self.fast = []
+        for i in range(0, cards, 10):
+            iccid = f"8986{i:016d}"
+            st, _ = self.sim.call("PATCH", f"/sim/cards/{iccid}",
+                                  {"growth_mb_per_query": FAST_GROWTH_MB})
+            if st != 200:
+                raise RuntimeError(f"PATCH /sim/cards/{iccid}: {st}")
+            self.fast.append(iccid)
+
+    def env(self, extra=None):
+        e = dict(os.environ)
+        e.update({
+            "CMP_DATABASE_URL": self.ctx.pg.url(self.db),
+            "CMP_DATABASE_MAX_CONNECTIONS": "8",
+            "CMP_REDIS_URL": self.ctx.redis.url,
+            "CMP_GATEWAY_URL": f"http://{self.sim_addr}",
+            "CMP_SCHEDULER_TICK_MS": "200",
+            "CMP_RETRY_INTERVAL_SECS": str(max(2, self.interval // 2)),
+            "CMP_LEASE_SECS": str(max(10, self.interval * 2)),
+            "CMP_GATEWAY_TIMEOUT_MS": "1000",
+            "CMP_LOG": os.environ.get("CMP_CHAOS_LOG", "warn"),
+            "CMP_LOG_FORMAT": "pretty",
+        })
+        e.update(extra or {})
+        return e
+
+    def run(self, args, extra=None, timeout=300):
+        """Runs `cmp-worker ARGS` to the end: (exit code, stdout)."""
+        r = subprocess.run([self.ctx.bin("cmp-worker"), *args], env=self.env(extra),
+                           capture_output=True, text=True, timeout=timeout)
+        if args[0] in ("migrate", "seed", "init") and r.returncode != 0:
+            raise RuntimeError(f"cmp-worker {' '.join(args)}: {r.returncode}\n{r.stderr[-2000:]}")
+        return r.returncode, r.stdout
+
+    def shorten_intervals(self, base):
+        """Seconds instead of minutes: carddata every `base`, the other types every 2 x base."""
+        iv = {"realname": base * 2, "carddata": base, "package": base * 2, "protect": base * 2}
+        sets = ", ".join(f"{t}_interval_secs = CASE WHEN {t}_interval_secs IS NULL THEN NULL "
+                         f"ELSE {v} END" for t, v in iv.items())
+        self.ctx.pg.sql(self.db, f"UPDATE tb_polling_config SET {sets}")
+
+    def spawn_worker(self, tag, extra=None, wrap=None):
+        addr = f"127.0.0.1:{free_port()}"
+        env = self.env({"CMP_WORKER_BIND": addr, **(extra or {})})
+        p = self.ctx.procs.spawn(f"{self.name}-worker-{tag}", [self.ctx.bin("cmp-worker"), "run"],
+                                 env=env, wrap=wrap)
+        p.addr = addr
+        p.http = Http(addr, timeout=5)
+        self.workers.append(p)
+        return p
+
+    def spawn_api(self):
+        self.api_addr = f"127.0.0.1:{free_port()}"
+        self.api_proc = self.ctx.procs.spawn(f"{self.name}-api", [self.ctx.bin("cmp-api"), "serve"],
+                                             env=self.env({"CMP_API_BIND": self.api_addr}))
+        self.api = Http(self.api_addr, timeout=30)
+        wait_until("cmp-api /readyz", lambda: self.api.status("/readyz") == 200, 60)
+        self.viewer = self.key("chaos-viewer", "viewer")
+        self.operator = self.key("chaos-operator", "operator")
+        self.admin = self.key("chaos-admin", "admin")
+        self.api.key = self.viewer
+        return self.api_proc
+
+    def key(self, name, role):
+        r = subprocess.run([self.ctx.bin("cmp-api"), "keys", "create", "--name", name,
+                            "--role", role], env=self.env(), capture_output=True, text=True,
+                           timeout=60, check=True)
+        return r.stdout.strip().splitlines()[-1]
+
+    def wait_ready(self, worker, within=120):
+        wait_until("cmp-worker /readyz", lambda: worker.http.status("/readyz") == 200, within)
+
+    def stop_workers(self):
+        codes = [self.ctx.procs.stop(w, signal.SIGTERM, within=45) for w in self.workers]
+        self.workers = []
+        return codes
+
+    def close(self):
+        self.stop_workers()
+        if self.api_proc is not None:
+            self.ctx.procs.stop(self.api_proc)
+        self.ctx.procs.stop(self.sim_proc)
+        try:
+            self.ctx.pg.sql("postgres", f"DROP DATABASE IF EXISTS {self.db} WITH (FORCE)")
+        except subprocess.CalledProcessError:
+            pass
+
+    # ---- figures ----
+
+    def sim_cards(self):
+        """iccid -> the simulator's view of the card (counters included)."""
+        out = {}
+        for (iccid,) in self.ctx.pg.sql(self.db, "SELECT iccid FROM tb_iot_card ORDER BY id"):
+            st, body = self.sim.call("GET", f"/sim/cards/{iccid}")
+            if st == 200:
+                out[iccid] = body
+        return out
+
+    def sim_stats(self):
+        return self.sim.call("GET", "/sim/stats")[1]
+
+    def check(self):
+        """`cmp-worker check`: exit code, cards checked and the count of each finding."""
+        code, out = self.run(["check"], timeout=300)
+        m = re.search(r"checked (\d+) polling-enabled cards", out)
+        found = {k: 0 for k in ("missing", "unscheduled", "not_live", "wrong_shard")}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] in found and parts[1].isdigit():
+                found[parts[0]] = int(parts[1])
+        named = re.findall(r"e\.g\. (\d+)/(\w+)", out)
+        return {"check_exit": code, "cards_checked": int(m.group(1)) if m else 0,
+                "check_examples": [self.card_story(int(c), t) for c, t in named[:3]],
+                "cards_missing": found["missing"], "check_findings": found,
+                "check_output": out.strip().splitlines()[-6:]}
+
+    def card_story(self, card_id, task=None):
+        """What the database and the queues say about one card (for a failed criterion)."""
+        row = self.ctx.pg.sql(self.db, f"""
+            SELECT c.network_status, c.stop_reason, c.real_name_status, c.card_category,
+                   c.device_id, c.enable_polling FROM tb_iot_card c WHERE c.id = {card_id}""")
+        log = self.ctx.pg.sql(self.db, f"""
+            SELECT id, from_status, to_status, stop_reason, trigger, gateway_outcome,
+                   to_char(created_at, 'HH24:MI:SS.MS') FROM tb_card_state_log
+            WHERE iot_card_id = {card_id} ORDER BY id""")
+        shard = card_id % 16
+        scores = {t: self.ctx.redis.cmd("ZSCORE", f"polling:shard:{shard}:queue:{t}", card_id)
+                  for t in TASKS}
+        return {"card": card_id, "task": task, "card_row": row, "state_log": log,
+                "scores": scores}
+
+    def calls_figures(self, sims):
+        """Duplicate and unrecorded carrier changes, and carrier/database disagreement.
+
+        duplicate: stops or starts the carrier applied beyond the `ok` state-log rows of the
+        card; unrecorded: `ok` rows the carrier never applied; mismatch: cards whose network
+        status differs between database and carrier (taken with the workers stopped)."""
+        rows = self.ctx.pg.sql(self.db, """
+            SELECT c.iccid, c.network_status,
+                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 0),
+                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 1)
+            FROM tb_iot_card c LEFT JOIN tb_card_state_log l ON l.iot_card_id = c.id
+            GROUP BY c.id, c.iccid, c.network_status""")
+        dup = unrec = mismatch = stops = starts = 0
+        examples = []
+        for iccid, net, logged_stops, logged_starts in rows:
+            s = sims.get(iccid)
+            if s is None:
+                continue
+            applied_stop, applied_start = s["stops_applied"], s["starts_applied"]
+            extra = max(0, applied_stop - int(logged_stops)) + max(0, applied_start - int(logged_starts))
+            if extra and len(examples) < 10:
+                examples.append({"iccid": iccid, "db_network_status": int(net),
+                                 "sim": s["network_status"], "stops_applied": applied_stop,
+                                 "stop_rows": int(logged_stops), "starts_applied": applied_start,
+                                 "start_rows": int(logged_starts), "stop_calls": s["stop_calls"],
+                                 "start_calls": s["start_calls"]})
+            dup += extra
+            unrec += max(0, int(logged_stops) - applied_stop) + max(0, int(logged_starts) - applied_start)
+            stops += applied_stop
+            starts += applied_start
+            sim_net = 1 if s["network_status"] in (1, "online", "Online") else 0
+            if sim_net != int(net):
+                mismatch += 1
+        return {"duplicate_calls": dup, "unrecorded_changes": unrec,
+                "db_carrier_mismatch": mismatch, "stops": stops, "starts": starts,
+                "duplicate_examples": examples}
+
+    def decision_figures(self):
+        """The decision table on the database's facts, card by card (`GET /cards/{id}/explain`):
+        wrong_stops = cards stopped by automation that it would start; pending_stops = online
+        cards it would stop."""
+        wrong = pending = 0
+        examples = []
+        for (cid,) in self.ctx.pg.sql(self.db, "SELECT id FROM tb_iot_card WHERE deleted_at IS NULL"):
+            st, body = self.api.call("GET", f"/api/admin/cards/{cid}/explain")
+            if st != 200:
+                raise RuntimeError(f"explain {cid}: {st} {body}")
+            d = body["decision"]
+            if d["action"] == "start" and not d.get("manual_stop"):
+                wrong += 1
+                examples.append(f"{cid}:start")
+            elif d["action"] == "stop":
+                pending += 1
+                examples.append(f"{cid}:stop/{d.get('reason')}")
+            if d["action"] in ("start", "stop") and len(examples) <= 3:
+                examples.append({"card": cid, "summary": body.get("summary"),
+                                 "next_due": body.get("next_due"),
+                                 "recent_changes": body.get("recent_changes", [])[:3]})
+        return {"wrong_stops": wrong, "pending_stops": pending, "decision_examples": examples[:8]}
+
+    def repeated_stops(self):
+        """Cards stopped twice for the same reason with no start in between."""
+        rows = self.ctx.pg.sql(self.db, """
+            SELECT count(*) FROM (
+              SELECT iot_card_id, to_status, lag(to_status) OVER w AS prev
+              FROM tb_card_state_log WHERE gateway_outcome = 'ok'
+              WINDOW w AS (PARTITION BY iot_card_id ORDER BY id)) x
+            WHERE to_status = 0 AND prev = 0""")
+        return int(rows[0][0])
+
+
+def p99_from_metrics(text, metric="cmp_task_duration_seconds"):
+    """p99 in ms (upper bucket bound) of a Prometheus histogram, over every label set."""
+    buckets = {}
+    for line in text.splitlines():
+        if line.startswith(f"{metric}_bucket"):
+            m = re.search(r'le="([^"]+)"\}\s+([0-9.e+]+)', line)
+            if m:
+                le = float("inf") if m.group(1) == "+Inf" else float(m.group(1))
+                buckets[le] = buckets.get(le, 0) + float(m.group(2))
+    if not buckets or buckets.get(float("inf"), 0) == 0:
+        return None
+    total = buckets[float("inf")]
+    for le in sorted(buckets):
+        if buckets[le] >= 0.99 * total:
+            return None if le == float("inf") else round(le * 1000, 1)
+    return None
+
+
+def worker_p99(worker):
+    try:
+        st, text = worker.http.call("GET", "/metrics")
+    except OSError:
+        return None
+    return p99_from_metrics(text) if st == 200 and isinstance(text, str) else None
+
+
+def rss_mb(proc):
+    kb = rss_kb(proc.pid)
+    return None if kb is None else round(kb / 1024, 1)
+
+
+def usage_queries(sims):
+    return {i: s["usage_queries"] for i, s in sims.items()}
+
+
+def sleep_until(t):
+    d = t - time.monotonic()
+    if d > 0:
+        time.sleep(d)

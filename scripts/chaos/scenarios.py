@@ -1,0 +1,373 @@
+"""Scenarios 1-5 and 7 of the fault suite: a fault against real processes, then the figures.
+
+Each returns a dict of figures plus `ok` and `failures` (the criteria that did not hold).
+"""
+
+import random
+import signal
+import threading
+import time
+
+from fleet import World, rss_mb, sleep_until, usage_queries, worker_p99
+from infra import wait_until
+
+
+def enabled_iccids(w):
+    """Cards the workers must poll: polling enabled on the card and on its device."""
+    rows = w.ctx.pg.sql(w.db, """
+        SELECT c.iccid FROM tb_iot_card c LEFT JOIN tb_device d ON d.id = c.device_id
+        WHERE c.deleted_at IS NULL AND c.enable_polling AND COALESCE(d.enable_polling, true)""")
+    return [r[0] for r in rows]
+
+
+def not_polled_since(w, before, sims=None):
+    """Polling-enabled cards with no usage query since the `before` snapshot."""
+    sims = sims or w.sim_cards()
+    now = usage_queries(sims)
+    return [i for i in enabled_iccids(w) if now.get(i, 0) <= before.get(i, 0)]
+
+
+class Sampler(threading.Thread):
+    """Records the /readyz status of the given services every 0.25 s."""
+
+    def __init__(self, services):
+        super().__init__(daemon=True)
+        self.services, self.samples, self.halt = services, [], threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            self.samples.append((time.monotonic(),
+                                 {n: h.status("/readyz") for n, h in self.services.items()}))
+            time.sleep(0.25)
+
+    def red_then_green(self, name, after):
+        """(seen red, seconds from `after` until green again) for one service."""
+        red_at = green_at = None
+        for t, s in self.samples:
+            if t < after:
+                continue
+            if s[name] != 200 and red_at is None:
+                red_at = t
+            if red_at is not None and s[name] == 200:
+                green_at = t
+                break
+        return red_at is not None, None if green_at is None else round(green_at - after, 1)
+
+
+def finish(w, figures, settle_before_stop=0, skip=()):
+    """Stops the workers, then takes every after-the-fact figure and the common criteria."""
+    if settle_before_stop:
+        time.sleep(settle_before_stop)
+    figures.setdefault("p99_ms", None)
+    figures["p99_ms"] = figures["p99_ms"] or max((p for p in (worker_p99(x) for x in w.workers) if p is not None),
+                            default=None)
+    figures.setdefault("rss_end_mb", [rss_mb(x) for x in w.workers])
+    codes = w.stop_workers()
+    figures["worker_exit_codes"] = codes
+    figures.update(w.check())
+    sims = w.sim_cards()
+    figures.update(w.calls_figures(sims))
+    figures.update(w.decision_figures())
+    figures["repeated_stops"] = w.repeated_stops()
+    if figures["repeated_stops"]:
+        ids = w.ctx.pg.sql(w.db, """
+            SELECT DISTINCT iot_card_id FROM (
+              SELECT iot_card_id, to_status, lag(to_status) OVER w AS prev
+              FROM tb_card_state_log WHERE gateway_outcome = 'ok'
+              WINDOW w AS (PARTITION BY iot_card_id ORDER BY id)) x
+            WHERE to_status = 0 AND prev = 0 LIMIT 3""")
+        figures["repeated_stop_examples"] = [w.card_story(int(i[0])) for i in ids]
+    fails = figures.setdefault("failures", [])
+    # A missing entry whose card's last change was a reason change without a carrier call is
+    # the known alignment gap (see KNOWN_EVERYWHERE); judged on the examples check names.
+    after_reason = bool(figures["check_examples"]) and all(
+        e["state_log"] and e["state_log"][-1][5] == "not_called" for e in figures["check_examples"])
+    why = " (after a reason change without carrier call)" if after_reason else ""
+    expect(fails, figures["check_exit"] == 0, "cmp-worker check exit 0" + why)
+    expect(fails, figures["cards_missing"] == 0, "cards_missing = 0" + why)
+    for key in ("duplicate_calls", "unrecorded_changes", "db_carrier_mismatch",
+                "wrong_stops", "pending_stops", "repeated_stops"):
+        if key in skip:
+            continue
+        expect(fails, figures[key] == 0, f"{key} = 0")
+    expect(fails, all(c == 0 for c in codes), "workers exit 0 on SIGTERM")
+    return sims
+
+
+def expect(fails, cond, what):
+    if not cond:
+        fails.append(what)
+
+
+def warm_rss(w):
+    return [rss_mb(x) for x in w.workers]
+
+
+def s1_kill(ctx, ci):
+    kills, span = (3, 90) if ci else (10, 600)
+    w = World(ctx, "s1", cards=ctx.cards, interval=10)
+    try:
+        w.spawn_api()
+        a, b = w.spawn_worker("a"), w.spawn_worker("b")
+        w.wait_ready(a)
+        w.wait_ready(b)
+        start = time.monotonic()
+        f = {"fault": f"SIGKILL a worker {kills}x at random moments in {span}s (2 workers)",
+             "rss_start_mb": warm_rss(w)}
+        moments = sorted(random.uniform(5, span - 5) for _ in range(kills))
+        killed = 0
+        for k, at in enumerate(moments):
+            sleep_until(start + at)
+            victim = random.choice(w.workers)
+            w.workers.remove(victim)
+            ctx.procs.stop(victim, signal.SIGKILL)
+            killed += 1
+            w.spawn_worker(f"r{k}")
+        sleep_until(start + span)
+        before = usage_queries(w.sim_cards())
+        lease = int(w.env()["CMP_LEASE_SECS"])
+        # Leases of the killed nodes end, and every card comes round again.
+        time.sleep(lease + w.interval + 5)
+        elapsed = time.monotonic() - start + w.interval
+        sims = finish(w, f)
+        f["kills"] = killed
+        late = not_polled_since(w, before, sims)
+        f["not_polled_after_kills"] = len(late)
+        bound = int(elapsed // w.interval) + 2
+        over = [i for i, n in usage_queries(sims).items() if n > bound]
+        f["polled_more_than_bound"] = len(over)
+        f["poll_bound"] = bound
+        expect(f.setdefault("failures", []), not late, "every card polled again after the kills")
+        expect(f.setdefault("failures", []), not over, f"no card polled more than {bound} times")
+        return f
+    finally:
+        w.close()
+
+
+def s2_redis(ctx, ci):
+    warm, after = (15, 35) if ci else (60, 120)
+    w = World(ctx, "s2", cards=ctx.cards, interval=10)
+    try:
+        w.spawn_api()
+        a = w.spawn_worker("a")
+        w.wait_ready(a)
+        f = {"fault": "Redis restarted without persistence (all keys lost) mid-run",
+             "rss_start_mb": warm_rss(w)}
+        time.sleep(warm)
+        sampler = Sampler({"worker": a.http, "api": w.api})
+        sampler.start()
+        before = usage_queries(w.sim_cards())
+        t0 = time.monotonic()
+        ctx.redis.restart()
+        try:
+            wait_until("worker ready again", lambda: a.http.status("/readyz") == 200
+                       and time.monotonic() - t0 > 2, 120)
+        except RuntimeError:
+            pass
+        time.sleep(after)
+        sampler.halt.set()
+        red, green = sampler.red_then_green("worker", t0)
+        f["worker_ready_red"], f["worker_ready_green_after_s"] = red, green
+        sims = finish(w, f)
+        late = not_polled_since(w, before, sims)
+        f["not_polled_after_restart"] = len(late)
+        expect(f.setdefault("failures", []), red and green is not None, "worker /readyz red then green")
+        expect(f.setdefault("failures", []), not late, "polling resumed for every card")
+        return f
+    finally:
+        w.close()
+
+
+def s3_postgres(ctx, ci):
+    warm, after = (15, 35) if ci else (60, 120)
+    w = World(ctx, "s3", cards=ctx.cards, interval=10)
+    try:
+        w.spawn_api()
+        a = w.spawn_worker("a")
+        w.wait_ready(a)
+        f = {"fault": "PostgreSQL backends terminated, 5 s later the server down for 5 s",
+             "rss_start_mb": warm_rss(w)}
+        time.sleep(warm)
+        sampler = Sampler({"worker": a.http, "api": w.api})
+        sampler.start()
+        before = usage_queries(w.sim_cards())
+        t0 = time.monotonic()
+        killed = ctx.pg.sql("postgres", "SELECT count(pg_terminate_backend(pid)) FROM "
+                            f"pg_stat_activity WHERE datname = '{w.db}'")
+        f["backends_terminated"] = int(killed[0][0])
+        time.sleep(5)
+        ctx.pg.restart(down_secs=5)
+        time.sleep(after)
+        sampler.halt.set()
+        for name in ("worker", "api"):
+            red, green = sampler.red_then_green(name, t0)
+            f[f"{name}_ready_red"], f[f"{name}_ready_green_after_s"] = red, green
+            expect(f.setdefault("failures", []), red and green is not None, f"{name} /readyz red then green")
+        st, _ = w.api.call("GET", "/api/admin/cards?page=1&page_size=5")
+        f["api_list_after"] = st
+        expect(f.setdefault("failures", []), st == 200, "API answers a list after the restart")
+        sims = finish(w, f)
+        late = not_polled_since(w, before, sims)
+        f["not_polled_after_restart"] = len(late)
+        expect(f.setdefault("failures", []), not late, "polling resumed for every card")
+        return f
+    finally:
+        w.close()
+
+
+FAULTS = {"error_rate": 0.2, "throttle_rate": 0.1, "timeout_rate": 0.05}
+
+
+def s4_carrier(ctx, ci, quota):
+    span = 45 if ci else 300
+    name = "s4q" if quota else "s4"
+    w = World(ctx, name, cards=ctx.cards, interval=10)
+    try:
+        w.spawn_api()
+        extra = {"CMP_GATEWAY_RATE_LIMIT": str(quota)} if quota else {}
+        a, b = w.spawn_worker("a", extra), w.spawn_worker("b", extra)
+        w.wait_ready(a)
+        w.wait_ready(b)
+        fault = "carrier 20% 5xx, 10% 429 Retry-After, 5% timeouts"
+        if quota:
+            fault += f"; quota {quota}/s per carrier (3 carriers)"
+        f = {"fault": fault + f", {span}s", "rss_start_mb": warm_rss(w)}
+        st, _ = w.sim.call("PUT", "/sim/faults", FAULTS)
+        assert st == 200, st
+        t0 = time.time()
+        peak = 0
+        while time.time() - t0 < span:
+            time.sleep(min(20, span))
+            stats = w.sim_stats()
+            full = [s["requests"] for s in stats["per_second"][:-1] if s["second"] > t0 + 2]
+            peak = max([peak] + full)
+        w.sim.call("PUT", "/sim/faults", {"error_rate": 0, "throttle_rate": 0, "timeout_rate": 0})
+        stats = w.sim_stats()
+        f["sim_outcomes"] = stats["by_outcome"]
+        f["peak_requests_per_s"] = peak
+        # Settle without faults: every card comes round, pending stops are taken.
+        before = usage_queries(w.sim_cards())
+        settle = 4 * w.interval + 10
+        f["settle_s"] = settle
+        time.sleep(settle)
+        sims = finish(w, f)
+        late = not_polled_since(w, before, sims)
+        f["not_polled_in_settle"] = len(late)
+        expect(f.setdefault("failures", []), not late, f"every card polled within {settle}s after the faults")
+        if quota:
+            cap = int(quota * 3 * 1.1)
+            f["quota_cap_per_s"] = cap
+            expect(f.setdefault("failures", []), peak <= cap, f"sim per-second requests <= {cap}")
+        return f
+    finally:
+        w.close()
+
+
+def s5_skew(ctx, ci):
+    w = World(ctx, "s5", cards=300, interval=30,
+              sim_args=("--latency-ms", "200", "--jitter-ms", "100"))
+    try:
+        w.spawn_api()
+        w.run(["init"])
+        server_now = int(ctx.redis.cmd("TIME")[0])
+        keys = [k for k in ctx.redis.cmd("KEYS", "polling:shard:*:queue:*")]
+        cmds = []
+        due_from = server_now + 40
+        for k in keys:
+            members = ctx.redis.cmd("ZRANGE", k, 0, -1)
+            for m in members:
+                score = due_from + random.uniform(0, 10) if k.endswith("carddata") else server_now + 3600
+                cmds.append(["ZADD", k, "XX", f"{score:.3f}", m])
+        for i in range(0, len(cmds), 1000):
+            ctx.redis.pipeline(cmds[i:i + 1000])
+        extra = {"CMP_LEASE_SECS": "30"}
+        # libfaketime preloaded into the worker itself (the `faketime` wrapper would stand
+        # between the signals and the worker): wall clock +60 s, monotonic clock untouched.
+        skewed = {**extra, "LD_PRELOAD": faketime_lib(), "FAKETIME": "+60s",
+                  "DONT_FAKE_MONOTONIC": "1"}
+        t0 = time.monotonic()
+        a = w.spawn_worker("normal", extra)
+        b = w.spawn_worker("ahead60s", skewed)
+        f = {"fault": "one of two workers with its clock 60 s ahead (faketime)",
+             "cards_due_in_s": "40-50 by the Redis server's clock"}
+        w.wait_ready(a)
+        w.wait_ready(b)
+        f["rss_start_mb"] = warm_rss(w)
+        sleep_until(t0 + 35)
+        early = [i for i, n in usage_queries(w.sim_cards()).items() if n > 0]
+        f["polled_before_due"] = len(early)
+        # Due at 40-50 s and rescheduled 30 s after the poll: one poll each until 70 s.
+        sleep_until(t0 + 66)
+        twice = [i for i, n in usage_queries(w.sim_cards()).items() if n > 1]
+        f["polled_twice"] = len(twice)
+        # Only carddata runs in this scenario: stops the realname poll would take stay pending.
+        sims = finish(w, f, skip=("pending_stops",))
+        not_polled = [i for i in enabled_iccids(w) if sims.get(i, {}).get("usage_queries", 0) == 0]
+        f["never_polled"] = len(not_polled)
+        expect(f.setdefault("failures", []), not early, "no card polled before its due time")
+        expect(f.setdefault("failures", []), not twice, "no card polled twice")
+        return f
+    finally:
+        w.close()
+
+
+def faketime_lib():
+    """libfaketime's shared object (Debian package `faketime`, multi-threaded variant)."""
+    import glob
+    for pattern in ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1"):
+        found = glob.glob(pattern)
+        if found:
+            return found[0]
+    raise RuntimeError("libfaketimeMT.so.1 not found (apt-get install -y faketime)")
+
+
+def s7_soak(ctx, ci):
+    mins, cards = ctx.soak_mins, ctx.soak_cards
+    w = World(ctx, "soak", cards=cards, interval=ctx.soak_interval)
+    try:
+        w.spawn_api()
+        a = w.spawn_worker("a")
+        w.wait_ready(a, within=600)
+        time.sleep(30)
+        f = {"fault": f"none: {mins} min soak, {cards} cards, carddata every {w.interval}s",
+             "rss_start_mb": [rss_mb(a), rss_mb(w.api_proc)]}
+        samples = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < mins * 60:
+            time.sleep(30)
+            st, stats = w.api.call("GET", "/api/admin/polling-stats")
+            backlog = due_backlog(stats) if st == 200 else None
+            samples.append({"t": round(time.monotonic() - t0), "worker_rss_mb": rss_mb(a),
+                            "api_rss_mb": rss_mb(w.api_proc), "due_backlog": backlog})
+        f["samples"] = samples
+        f["rss_end_mb"] = [rss_mb(a), rss_mb(w.api_proc)]
+        backlogs = [s["due_backlog"] for s in samples if s["due_backlog"] is not None]
+        f["due_backlog_max"] = max(backlogs, default=None)
+        f["due_backlog_last"] = backlogs[-1] if backlogs else None
+        # A node at (or past) its capacity has cards not yet evaluated for the first time;
+        # what must hold is that the backlog does not grow.
+        finish(w, f, skip=("pending_stops",))
+        first = [b for s, b in zip(samples, [s["due_backlog"] for s in samples])
+                 if s["t"] < mins * 30 and b is not None]
+        if first and f["due_backlog_last"] is not None:
+            cap = int(1.25 * max(first)) + 100
+            f["due_backlog_cap"] = cap
+            expect(f.setdefault("failures", []), f["due_backlog_last"] <= cap,
+                   f"due backlog bounded (last <= {cap})")
+        half = [s for s in samples if s["t"] >= mins * 30]
+        if half and samples:
+            grow = (half[-1]["worker_rss_mb"] or 0) - (half[0]["worker_rss_mb"] or 0)
+            f["worker_rss_growth_second_half_mb"] = round(grow, 1)
+            expect(f.setdefault("failures", []), grow <= max(16, 0.1 * (half[0]["worker_rss_mb"] or 0)),
+                   "worker RSS flat over the second half")
+        return f
+    finally:
+        w.close()
+
+
+def due_backlog(stats):
+    """Sum of the per-type due backlogs of GET /polling-stats."""
+    total = 0
+    for t in stats.get("task_types", stats.get("types", [])):
+        total += int(t.get("due_backlog", 0))
+    return total
