@@ -176,6 +176,13 @@ pub struct DeductionStep {
     pub real_mb: Megabytes,
 }
 
+/// Real megabytes in virtual ones. Saturates instead of panicking on a figure no card can
+/// reach (a carrier answering 7e28 MB: the gateway client refuses such answers; this keeps the
+/// rule total for any input).
+fn virtual_mb(real_mb: Megabytes, ratio: Decimal) -> Megabytes {
+    real_mb.checked_mul(ratio).unwrap_or(Decimal::MAX)
+}
+
 /// Plans `deduct_data_usage` (RULES.md): valid packages ordered by `expires_at` then `id`; each
 /// takes `min(room, remaining)` real MB, charged at its ratio; what is left after the last
 /// package lands on the last one (overage is recorded, not dropped). An unlimited package takes
@@ -203,7 +210,7 @@ pub fn plan_deduction(
         if take > Decimal::ZERO {
             steps.push(DeductionStep {
                 id: p.id,
-                add_virtual_mb: take * effective_ratio(p.virtual_ratio),
+                add_virtual_mb: virtual_mb(take, effective_ratio(p.virtual_ratio)),
                 real_mb: take,
             });
             remaining -= take;
@@ -215,12 +222,14 @@ pub fn plan_deduction(
         let ratio = effective_ratio(last.virtual_ratio);
         match steps.last_mut().filter(|s| s.id == last.id) {
             Some(step) => {
-                step.add_virtual_mb += remaining * ratio;
+                step.add_virtual_mb = step
+                    .add_virtual_mb
+                    .saturating_add(virtual_mb(remaining, ratio));
                 step.real_mb += remaining;
             }
             None => steps.push(DeductionStep {
                 id: last.id,
-                add_virtual_mb: remaining * ratio,
+                add_virtual_mb: virtual_mb(remaining, ratio),
                 real_mb: remaining,
             }),
         }
@@ -310,6 +319,15 @@ mod tests {
         );
         let total: Decimal = steps.iter().map(|s| s.real_mb).sum();
         assert_eq!(total, dec!(60));
+    }
+
+    #[test]
+    fn a_delta_no_card_can_reach_saturates_instead_of_panicking() {
+        // Found by the fuzz target `gateway_answers`: 7e28 MB at a ratio of 1.25 overflowed.
+        let a = pkg(1, Some(dec!(10)), dec!(1.25), dec!(0), 1);
+        let steps = plan_deduction(&[a], Decimal::MAX, now());
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].add_virtual_mb, Decimal::MAX);
     }
 
     #[test]

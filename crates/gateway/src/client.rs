@@ -30,6 +30,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
+/// A month total no SIM card can reach (a petabyte): an answer beyond it is refused as
+/// undecodable rather than counted (it would overflow the deduction arithmetic and stop the
+/// card on nonsense).
+const MAX_MONTH_TOTAL_MB: domain::Megabytes =
+    domain::Megabytes::from_parts(1_000_000_000, 0, 0, false, 0);
+
 mod budget;
 mod retry;
 pub use retry::RetryPolicy;
@@ -332,6 +338,12 @@ impl CarrierGateway for HttpGateway {
         check_iccid(CallKind::Usage, iccid, &a.iccid)?;
         let month = parse_month(&a.month)
             .ok_or_else(|| GatewayError::Decode(format!("bad month `{}`", a.month)))?;
+        if a.month_total_mb > MAX_MONTH_TOTAL_MB {
+            return Err(GatewayError::Decode(format!(
+                "month total {} MB is beyond what a card can use ({MAX_MONTH_TOTAL_MB} MB)",
+                a.month_total_mb
+            )));
+        }
         Ok(MonthUsage {
             month,
             month_total_mb: a.month_total_mb,
