@@ -5,7 +5,6 @@
 mod common;
 
 use common::{SHARDS, World, config, intervals};
-use fred::prelude::*;
 use lifecycle::{CardInitializer, CheckSettings, InitSettings, InitWatchdog, QueueChecker};
 use polling_queue::{RedisKey, SingletonLease};
 use std::sync::Arc;
