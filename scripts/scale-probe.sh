@@ -11,7 +11,8 @@
 # 3. PostgreSQL work per poll, per task type: every queue of the other types pushed a day ahead,
 #    every member of this type due now, `cmp-worker run` until each queued card was handled once
 #    (or S seconds); pg_stat_database of cmp_scale (transactions, rows read, inserted, updated)
-#    before and after, divided by the polls the worker's /metrics counted. The first poll of a
+#    before and after, less what an idle worker (nothing due) does over the same time, divided
+#    by the polls the worker's /metrics counted. The first poll of a
 #    card misses the card cache, as every poll does at intervals longer than its 300 s TTL.
 # Uses the binaries of ${CARGO_TARGET_DIR:-target}/release, else debug. Keys are removed by prefix
 # at the end, the database is dropped. Never FLUSHALL.
@@ -132,6 +133,26 @@ handled() { # task -> cmp_tasks_handled_total summed over outcomes
 }
 
 far=$(( $(date +%s) + 86400 ))
+# The worker's own background work (periodic jobs, gauges sampled every 10 s) with nothing due:
+# per second, subtracted from the rows below so that they count the polls alone.
+for t in realname carddata package protect; do
+    for s in $(seq 0 15); do on_key "${prefix}polling:shard:$s:queue:$t" "$set_all_scores" "$far"; done
+done
+sleep 2
+read -r x0 f0 r0 i0 u0 _ < <(pg_stats | tr '|' ' ')
+"$bin/cmp-worker" run >"$logs/worker-idle.log" 2>&1 &
+worker=$!
+idle_start=$(date +%s.%N)
+sleep "$secs"
+kill -TERM "$worker"; wait "$worker" || true
+idle_secs=$(echo "$(date +%s.%N) - $idle_start" | bc)
+sleep 2
+read -r x1 f1 r1 i1 u1 _ < <(pg_stats | tr '|' ' ')
+ix=$(echo "($x1 - $x0) / $idle_secs" | bc -l); if_=$(echo "($f1 - $f0) / $idle_secs" | bc -l)
+ir=$(echo "($r1 - $r0) / $idle_secs" | bc -l); ii=$(echo "($i1 - $i0) / $idle_secs" | bc -l)
+iu=$(echo "($u1 - $u0) / $idle_secs" | bc -l)
+printf 'idle worker, per second: %.2f xact, %.1f fetched, %.1f returned, %.2f inserted, %.2f updated\n' "$ix" "$if_" "$ir" "$ii" "$iu"
+echo "per poll, net of the idle worker's background work over the same time:"
 printf '%-9s %7s %7s %10s %12s %12s %11s %11s\n' task polls secs "xact/poll" "fetched/poll" "returned/poll" "ins/poll" "upd/poll"
 for task in realname carddata package protect; do
     for t in realname carddata package protect; do
@@ -163,7 +184,7 @@ for task in realname carddata package protect; do
     read -r x1 f1 r1 i1 u1 _ < <(pg_stats | tr '|' ' ')
     [ "$n" -gt 0 ] || { echo "$task: no poll handled; see $logs/worker-$task.log" >&2; continue; }
     printf '%-9s %7d %7.1f %10.2f %12.2f %12.2f %11.2f %11.2f\n' "$task" "$n" "$took" \
-        "$(echo "($x1 - $x0) / $n" | bc -l)" "$(echo "($f1 - $f0) / $n" | bc -l)" \
-        "$(echo "($r1 - $r0) / $n" | bc -l)" "$(echo "($i1 - $i0) / $n" | bc -l)" \
-        "$(echo "($u1 - $u0) / $n" | bc -l)"
+        "$(echo "($x1 - $x0 - $ix * $took) / $n" | bc -l)" "$(echo "($f1 - $f0 - $if_ * $took) / $n" | bc -l)" \
+        "$(echo "($r1 - $r0 - $ir * $took) / $n" | bc -l)" "$(echo "($i1 - $i0 - $ii * $took) / $n" | bc -l)" \
+        "$(echo "($u1 - $u0 - $iu * $took) / $n" | bc -l)"
 done

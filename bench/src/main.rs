@@ -158,7 +158,12 @@ async fn main() -> anyhow::Result<()> {
             Err(e) => {
                 eprintln!("RedisCluster failed: {e:#}");
                 let why = format!("failed: {e:#}");
-                rows.push(Row::unavailable("cluster", "", Target::FigureAtLeast(0.0), &why));
+                rows.push(Row::unavailable(
+                    "cluster",
+                    "",
+                    Target::FigureAtLeast(0.0),
+                    &why,
+                ));
             }
         }
     }

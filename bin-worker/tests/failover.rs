@@ -128,11 +128,7 @@ async fn cmp_worker(w: &World, args: &[&str]) -> anyhow::Result<(i32, String)> {
 fn usage_queries(w: &World) -> HashMap<usize, u32> {
     (0..w.cards.len())
         .map(|i| {
-            let n = w
-                .sim
-                .state()
-                .card(&iccid(i))
-                .map_or(0, |c| c.usage_queries);
+            let n = w.sim.state().card(&iccid(i)).map_or(0, |c| c.usage_queries);
             (i, n)
         })
         .collect()
@@ -155,10 +151,7 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
     // the lease ends (300 s by default).
     let mut worker = spawn_worker(
         &w,
-        &[
-            ("CMP_WORKER_BIND", bind.as_str()),
-            ("CMP_LEASE_SECS", "10"),
-        ],
+        &[("CMP_WORKER_BIND", bind.as_str()), ("CMP_LEASE_SECS", "10")],
     )?;
     let polling = eventually(Duration::from_secs(60), || async {
         Ok(all_queued(&w).await? && polled_at_least(&w, 2) == w.cards.len())
@@ -174,13 +167,19 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
         .status()
         .await?;
     assert!(killed.success(), "SIGKILL master {victim}");
-    let live = PORTS.iter().copied().find(|p| *p != victim).unwrap_or("7111");
+    let live = PORTS
+        .iter()
+        .copied()
+        .find(|p| *p != victim)
+        .unwrap_or("7111");
 
     // The replica is promoted: the cluster is whole again and another node serves the slot.
     let failed_over = eventually(Duration::from_secs(30), || async {
         let info = redis_cli(live, &["cluster", "info"]).await?;
         Ok(info.contains("cluster_state:ok")
-            && master_of(live, &victim_key).await.is_ok_and(|p| p != victim))
+            && master_of(live, &victim_key)
+                .await
+                .is_ok_and(|p| p != victim))
     })
     .await?;
     assert!(failed_over, "a replica took over from master {victim}");

@@ -45,7 +45,10 @@ impl TestRedis {
 
     /// Whether the URL names a cluster (fred's `redis-cluster://` scheme).
     pub fn is_cluster(&self) -> bool {
-        self.url.split("://").next().is_some_and(|s| s.ends_with("-cluster"))
+        self.url
+            .split("://")
+            .next()
+            .is_some_and(|s| s.ends_with("-cluster"))
     }
 
     /// A connected pool of `size` clients on the test Redis.
@@ -76,9 +79,17 @@ async fn connect(url: &str, size: usize) -> anyhow::Result<Pool> {
 pub async fn keys_matching(client: &Client, pattern: &str) -> anyhow::Result<Vec<String>> {
     let mut found = Vec::new();
     if client.is_clustered() {
-        collect(client.scan_cluster(pattern.to_owned(), Some(1000), None), &mut found).await?;
+        collect(
+            client.scan_cluster(pattern.to_owned(), Some(1000), None),
+            &mut found,
+        )
+        .await?;
     } else {
-        collect(client.scan(pattern.to_owned(), Some(1000), None), &mut found).await?;
+        collect(
+            client.scan(pattern.to_owned(), Some(1000), None),
+            &mut found,
+        )
+        .await?;
     }
     found.sort();
     found.dedup();
