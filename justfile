@@ -14,6 +14,17 @@ test *args:
         cargo test --workspace --no-fail-fast {{args}}; \
     fi
 
+# The Redis-touching suites (polling-queue, polling-config, lifecycle, scheduler, worker
+# end-to-end, test-support) on a three-master Redis Cluster (CMP_TEST_REDIS_CLUSTER_URL, else
+# one started on 7101-7103); fails on any CROSSSLOT in the output or in the nodes' errorstats.
+test-cluster *args:
+    scripts/test-cluster.sh {{args}}
+
+# A local Redis Cluster: `just cluster start|stop|status|url [--replicas N] PORTS...`
+# (default: three masters on 7101-7103, the one CI and test-cluster use).
+cluster cmd="start" *ports="7101 7102 7103":
+    scripts/redis-cluster.sh {{cmd}} {{ports}}
+
 # Formatting, clippy with warnings as errors, and the dependency rules of ARCHITECTURE.md.
 lint: fmt-check clippy deps-check
 
@@ -61,6 +72,7 @@ build:
     cargo build --release --bins
 
 # Run it: a fresh fleet of 100,000 cards polled live against gateway-sim (Ctrl-C to stop).
+# `just demo --cluster` runs it on a local three-master Redis Cluster (ports 7131-7133).
 demo *args:
     scripts/demo.sh {{args}}
 
@@ -89,7 +101,8 @@ soak *args:
     python3 scripts/chaos --only soak --release {{args}}
 
 # The performance figures (release build; about 5 minutes on 2 cores): a table, and
-# target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep.
+# target/bench/report.json. `just bench --cards 10000000` for the full fleet; --only, --keep;
+# --redis-cluster adds dequeue and full cycle on a three-master cluster next to the single Redis.
 bench *args:
     cargo run --release -p bench -- {{args}}
 

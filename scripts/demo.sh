@@ -7,21 +7,28 @@
 #   CMP_DEMO_ADMIN_URL  PostgreSQL URL allowed to create databases (default postgres://postgres@127.0.0.1:5432/postgres)
 #   CMP_DEMO_REDIS_URL  (default redis://127.0.0.1:6379)
 #   CMP_DEMO_CARDS      (default 100000)
+# `--cluster` runs it on a local three-master Redis Cluster instead (scripts/redis-cluster.sh on
+# CMP_DEMO_CLUSTER_PORTS, default 7131 7132 7133), started when absent and stopped at the end
+# if the demo started it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=0
+cluster=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) duration=$2; shift 2 ;;
         --duration=*) duration=${1#*=}; shift ;;
-        *) echo "usage: just demo [--duration SECONDS]" >&2; exit 2 ;;
+        --cluster) cluster=1; shift ;;
+        *) echo "usage: just demo [--duration SECONDS] [--cluster]" >&2; exit 2 ;;
     esac
 done
 duration=${CMP_DEMO_DURATION:-$duration}
 
 admin_url=${CMP_DEMO_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 redis_url=${CMP_DEMO_REDIS_URL:-redis://127.0.0.1:6379}
+cluster_ports=(${CMP_DEMO_CLUSTER_PORTS:-7131 7132 7133})
+cluster_started=0
 cards=${CMP_DEMO_CARDS:-100000}
 db_name=cmp_demo
 prefix="demo:"
@@ -48,14 +55,32 @@ export CMP_API_BIND=$api_addr
 export CMP_RETRY_INTERVAL_SECS=10
 export CMP_LOG=${CMP_LOG:-info,sqlx=warn,sea_orm_migration=warn}
 
+if [ "$cluster" -eq 1 ]; then
+    if ! scripts/redis-cluster.sh status "${cluster_ports[@]}"; then
+        scripts/redis-cluster.sh start "${cluster_ports[@]}"
+        cluster_started=1
+    fi
+    redis_url=$(scripts/redis-cluster.sh url "${cluster_ports[@]}")
+    export CMP_REDIS_URL=$redis_url
+    echo "demo: Redis Cluster $redis_url"
+fi
+
 echo "demo: fresh database $db_name and Redis prefix $prefix"
 psql "$admin_url" -q -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" -c "CREATE DATABASE $db_name"
-redis-cli -u "$redis_url" --scan --pattern "${prefix}*" | xargs -r -n 1000 redis-cli -u "$redis_url" unlink >/dev/null
+if [ "$cluster" -eq 1 ]; then
+    # Per node, one UNLINK per key: keys of different slots in one UNLINK fail with CROSSSLOT.
+    for p in "${cluster_ports[@]}"; do
+        redis-cli -p "$p" --scan --pattern "${prefix}*" | sed 's/^/UNLINK /' | redis-cli -p "$p" >/dev/null
+    done
+else
+    redis-cli -u "$redis_url" --scan --pattern "${prefix}*" | xargs -r -n 1000 redis-cli -u "$redis_url" unlink >/dev/null
+fi
 
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    if [ "$cluster_started" -eq 1 ]; then scripts/redis-cluster.sh stop "${cluster_ports[@]}"; fi
 }
 trap cleanup EXIT
 trap 'exit 0' INT TERM

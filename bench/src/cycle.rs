@@ -67,11 +67,11 @@ impl TaskHandler for Noop {
     }
 }
 
-struct CycleRun {
-    cards_per_sec: f64,
-    handled: u64,
-    failed: u64,
-    secs: f64,
+pub(crate) struct CycleRun {
+    pub(crate) cards_per_sec: f64,
+    pub(crate) handled: u64,
+    pub(crate) failed: u64,
+    pub(crate) secs: f64,
     rss_start: u64,
     rss_peak: u64,
 }
@@ -108,7 +108,7 @@ pub(crate) async fn run(env: &BenchEnv, cards: u64, window: Duration) -> anyhow:
     Ok(vec![cycle, memory])
 }
 
-async fn one(env: &BenchEnv, cards: u64, window: Duration) -> anyhow::Result<CycleRun> {
+pub(crate) async fn one(env: &BenchEnv, cards: u64, window: Duration) -> anyhow::Result<CycleRun> {
     let prefix = format!("{PREFIX}cycle:");
     env.clean_redis(&prefix).await?;
     let keys = Keys::new(prefix.clone());

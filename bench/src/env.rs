@@ -1,7 +1,8 @@
 //! The bench's own world: a fresh `cmp_bench` database and the `bench:` Redis key prefix.
 //!
 //! Redis is shared with other work on this machine: keys are only ever removed by prefix
-//! (SCAN + UNLINK), never by FLUSHALL.
+//! (SCAN + UNLINK), never by FLUSHALL. Both work on a Redis Cluster too (SCAN per primary, one
+//! UNLINK per key), which `--redis-cluster` uses.
 
 use anyhow::Context;
 use fred::prelude::*;
@@ -68,22 +69,47 @@ impl BenchEnv {
             "refusing to clean keys outside {PREFIX}"
         );
         let client = self.redis.next();
-        let keys: Vec<Key> = client
-            .scan_buffered(format!("{prefix}*"), Some(1_000), None)
-            .try_collect()
-            .await
-            .context("scan bench keys")?;
+        let pattern = format!("{prefix}*");
+        // A plain SCAN walks one node of a cluster: there, one SCAN per primary.
+        let keys: Vec<Key> = if client.is_clustered() {
+            client
+                .scan_cluster_buffered(pattern, Some(1_000), None)
+                .try_collect()
+                .await
+        } else {
+            client
+                .scan_buffered(pattern, Some(1_000), None)
+                .try_collect()
+                .await
+        }
+        .context("scan bench keys")?;
+        // One UNLINK per key, pipelined: a multi-key UNLINK fails with CROSSSLOT on a cluster.
         let mut removed = 0u64;
         for chunk in keys.chunks(500) {
-            let n: i64 = self
-                .redis
-                .unlink(chunk.to_vec())
-                .await
-                .context("unlink bench keys")?;
-            removed += n.max(0) as u64;
+            let pipe = client.pipeline();
+            for key in chunk {
+                let _: () = pipe.unlink(key.clone()).await?;
+            }
+            let counts: Vec<i64> = pipe.all().await.context("unlink bench keys")?;
+            removed += counts.into_iter().map(|n| n.max(0) as u64).sum::<u64>();
         }
         wait_lazyfree(&self.redis).await?;
         Ok(removed)
+    }
+
+    /// The same database with another Redis (e.g. a cluster), for scenarios run on both; its
+    /// keys are cleaned with [`clean_redis`](Self::clean_redis), the database stays this one's.
+    pub(crate) async fn with_redis(&self, redis_url: &str) -> anyhow::Result<BenchEnv> {
+        let redis = redis_pool(redis_url, 4).await?;
+        let env = BenchEnv {
+            admin_url: self.admin_url.clone(),
+            db_url: self.db_url.clone(),
+            redis_url: redis_url.to_owned(),
+            db: self.db.clone(),
+            redis,
+        };
+        env.clean_redis(PREFIX).await?;
+        Ok(env)
     }
 
     /// Drops the database (unless kept) and the bench's keys.
@@ -143,13 +169,30 @@ fn with_database(url: &str, name: &str) -> anyhow::Result<String> {
     Ok(format!("{head}{authority}/{name}{query}"))
 }
 
-/// A field of `INFO memory`.
+/// A field of `INFO memory`; on a cluster, summed over the primaries.
 pub(crate) async fn info_memory(redis: &Pool, field: &str) -> anyhow::Result<u64> {
-    let info: String = redis
-        .next()
-        .info(Some(InfoKind::Memory))
-        .await
-        .context("INFO memory")?;
+    let client = redis.next();
+    if !client.is_clustered() {
+        let info: String = client
+            .info(Some(InfoKind::Memory))
+            .await
+            .context("INFO memory")?;
+        return memory_field(&info, field);
+    }
+    let mut total = 0;
+    for node in client.split_cluster().context("the cluster's primaries")? {
+        node.init().await.context("connect to a primary")?;
+        let info: anyhow::Result<String> = node
+            .info(Some(InfoKind::Memory))
+            .await
+            .context("INFO memory on a primary");
+        let _ = node.quit().await;
+        total += memory_field(&info?, field)?;
+    }
+    Ok(total)
+}
+
+fn memory_field(info: &str, field: &str) -> anyhow::Result<u64> {
     info.lines()
         .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')))
         .and_then(|v| v.trim().parse().ok())

@@ -7,6 +7,7 @@
 //! `bench:` on `CMP_BENCH_REDIS_URL`, cleaned before and after. It never touches other keys.
 
 mod carddata;
+mod cluster;
 mod cycle;
 mod dequeue;
 mod env;
@@ -44,6 +45,10 @@ struct Args {
     /// Handler pool of the carddata scenario (default: the worker's default, 256).
     #[arg(long, default_value_t = 256)]
     carddata_pool: usize,
+    /// Also measure dequeue and full cycle on a three-master Redis Cluster next to the single
+    /// Redis (CMP_BENCH_REDIS_CLUSTER_URL, else scripts/redis-cluster.sh on 7101-7103).
+    #[arg(long)]
+    redis_cluster: bool,
     /// Keep the cmp_bench database afterwards.
     #[arg(long)]
     keep: bool,
@@ -139,6 +144,28 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         println!("   ({:.0} s)", t.elapsed().as_secs_f64());
+    }
+    if args.redis_cluster {
+        println!("== RedisCluster");
+        let cluster_sizes = cluster::Sizes {
+            dequeue_members: sizes.dequeue_members,
+            rounds: sizes.dequeue_rounds,
+            cycle_cards: sizes.cards,
+            cycle_window: Duration::from_secs(sizes.cycle_window_secs),
+        };
+        match cluster::run(&env, &cluster_sizes).await {
+            Ok(mut r) => rows.append(&mut r),
+            Err(e) => {
+                eprintln!("RedisCluster failed: {e:#}");
+                let why = format!("failed: {e:#}");
+                rows.push(Row::unavailable(
+                    "cluster",
+                    "",
+                    Target::FigureAtLeast(0.0),
+                    &why,
+                ));
+            }
+        }
     }
     env.teardown(args.keep).await?;
 

@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use domain::TaskType;
 use fred::prelude::*;
-use fred::types::{ClusterHash, CustomCommand, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -36,17 +35,11 @@ fn line<'a>(stdout: &'a str, kind: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// Deletes every key under the test's prefix (never FLUSHALL: other tests share the server).
+/// Deletes every key under the test's prefix (never FLUSHALL: other tests share the server;
+/// SCAN per primary and one UNLINK per key, so it works on a cluster too).
 async fn flush_prefix(pool: &Pool, prefix: &str) -> anyhow::Result<usize> {
-    let keys_cmd = CustomCommand::new_static("KEYS", ClusterHash::Random, false);
-    let keys: Vec<String> = pool
-        .next()
-        .custom(keys_cmd, vec![Value::from(format!("{prefix}*"))])
-        .await?;
-    if !keys.is_empty() {
-        let _: i64 = pool.del(keys.clone()).await?;
-    }
-    Ok(keys.len())
+    let deleted = test_support::unlink_prefix(pool.next(), prefix).await?;
+    Ok(usize::try_from(deleted)?)
 }
 
 /// `GET path` on `addr`: the status code, or `None` while nothing answers.

@@ -34,7 +34,16 @@ pub fn iccid(i: usize) -> String {
 /// gateway-sim (usage growing by `growth` MB a query), and one config scheduling every type
 /// at `interval_secs`.
 pub async fn world(n: usize, interval_secs: u32, growth: i64) -> anyhow::Result<World> {
-    let env = TestEnv::new().await?;
+    world_in(TestEnv::new().await?, n, interval_secs, growth).await
+}
+
+/// [`world`] in a given environment (e.g. one whose Redis is a test's own cluster).
+pub async fn world_in(
+    env: TestEnv,
+    n: usize,
+    interval_secs: u32,
+    growth: i64,
+) -> anyhow::Result<World> {
     let stores = Stores::new(env.db.conn.clone());
     let sim = SimServer::start(SimOptions::default()).await?;
     stores

@@ -5,9 +5,6 @@
 mod common;
 
 use common::{SHARDS, World, config, intervals};
-use fred::prelude::*;
-use fred::types::scan::Scanner;
-use futures::StreamExt;
 use lifecycle::{CardInitializer, CheckSettings, InitSettings, InitWatchdog, QueueChecker};
 use polling_queue::{RedisKey, SingletonLease};
 use std::sync::Arc;
@@ -42,26 +39,15 @@ async fn world() -> anyhow::Result<(World, InitWatchdog)> {
 }
 
 /// Deletes every key under the test's prefix (never FLUSHALL: other tests share the server);
-/// `keep` survives.
+/// `keep` survives. SCAN per primary and one UNLINK per key, so it works on a cluster too.
 async fn flush(w: &World, keep: Option<&str>) -> anyhow::Result<u64> {
-    let client = w.pool.next().clone();
-    let mut scan = client.scan(format!("{}*", w.keys.prefix()), Some(1000), None);
-    let mut deleted = 0;
-    while let Some(page) = scan.next().await {
-        let mut page = page?;
-        let keys: Vec<String> = page
-            .take_results()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|k| k.into_string())
-            .filter(|k| Some(k.as_str()) != keep)
-            .collect();
-        if !keys.is_empty() {
-            let n: u64 = client.del(keys).await?;
-            deleted += n;
-        }
-    }
-    Ok(deleted)
+    let client = w.pool.next();
+    let keys: Vec<String> = test_support::keys_matching(client, &format!("{}*", w.keys.prefix()))
+        .await?
+        .into_iter()
+        .filter(|k| Some(k.as_str()) != keep)
+        .collect();
+    test_support::unlink_each(client, &keys).await
 }
 
 /// Whether every enabled card is in each of its four queues, and nothing else is queued.

@@ -111,10 +111,18 @@ pub async fn connect_database(settings: &Settings) -> anyhow::Result<DatabaseCon
         .context("connect to PostgreSQL (CMP_DATABASE_URL)")
 }
 
-/// Connects a pool of Redis clients (cluster URLs select cluster mode).
+/// Connects a pool of Redis clients. A `redis-cluster://host:port?node=host:port&node=…` URL
+/// (fred's form) selects cluster mode: commands go to the node owning their key, and the
+/// topology is re-read after a `MOVED` (a failover or a resharding).
 pub async fn connect_redis(settings: &Settings) -> anyhow::Result<Pool> {
     let config =
         Config::from_url(&settings.redis_url).context("CMP_REDIS_URL is not a valid Redis URL")?;
+    if config.server.is_clustered() && has_hash_tag(&settings.redis_key_prefix) {
+        tracing::warn!(
+            prefix = %settings.redis_key_prefix,
+            "CMP_REDIS_KEY_PREFIX contains a {{hash tag}}: on a cluster every key lands in one slot, one node"
+        );
+    }
     let pool = Builder::from_config(config)
         .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
         .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(5))
@@ -125,6 +133,14 @@ pub async fn connect_redis(settings: &Settings) -> anyhow::Result<Pool> {
         .await
         .context("connect to Redis (CMP_REDIS_URL)")?;
     Ok(pool)
+}
+
+/// Whether `key` has a Redis Cluster hash tag: a `{` followed later by a `}` with something
+/// between them.
+fn has_hash_tag(key: &str) -> bool {
+    key.find('{')
+        .and_then(|open| key[open + 1..].find('}'))
+        .is_some_and(|len| len > 0)
 }
 
 /// `/healthz` (process up: liveness), `/readyz` (PostgreSQL, Redis and the binary's probes:
@@ -199,4 +215,19 @@ pub async fn serve(
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .context("http server")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_hash_tag;
+
+    #[test]
+    fn hash_tags_are_recognised_as_redis_does() {
+        assert!(has_hash_tag("{demo}:"));
+        assert!(has_hash_tag("a{b}c"));
+        assert!(!has_hash_tag(""));
+        assert!(!has_hash_tag("demo:"));
+        assert!(!has_hash_tag("{}x"), "an empty tag hashes the whole key");
+        assert!(!has_hash_tag("}{"));
+    }
 }

@@ -4,6 +4,37 @@
 //! only place in the workspace where a `polling:*` name is spelled out. [`Keys`] carries the
 //! deployment prefix: empty in production, unique per test so that tests sharing one Redis
 //! never see each other's keys.
+//!
+//! # On Redis Cluster
+//!
+//! The layout runs unchanged on a cluster (`CMP_REDIS_URL=redis-cluster://…`): no command of
+//! this crate names two keys, so none can fail with `CROSSSLOT`. Checked by `just
+//! test-cluster`, which runs the Redis-touching suites on a three-master cluster and fails on
+//! any `CROSSSLOT` in their output or in the nodes' `INFO errorstats`. Per kind of operation:
+//!
+//! - **Lua scripts** (dequeue, claim, semaphore, compare-and-delete/-pexpire, GCRA) take exactly
+//!   one key, `KEYS[1]`, and build no key inside; `scripts::eval` accepts a single key.
+//! - **MULTI/EXEC** is used only to replace one hash ([`RedisKey::InitProgress`],
+//!   [`RedisKey::ReconcileProgress`], [`RedisKey::Configs`]: `DEL` + `HSET` (+ `EXPIRE`) of the
+//!   same key), so a transaction never leaves its key's slot.
+//! - **Operations over many keys are pipelines of one-key commands**, which fred routes to the
+//!   node of each key: adding or removing a card in the four queues, `requeue_many` over shards,
+//!   cache invalidation of many cards, setting one protect key and deleting the other, queue
+//!   depths and inspections (`ZCARD`/`ZSCORE`/`EXISTS` one key each), the initializer's bulk
+//!   `ZADD NX`. They were never atomic across keys and need not be: each key's write is
+//!   idempotent and the checker repairs what a crash between two of them leaves.
+//! - **No hash tags, on purpose.** Tagging the keys (e.g. `{polling}`) would pin every key to
+//!   one slot, hence one node: the cluster would hold and serve nothing more than one Redis.
+//!   Untagged, the 64 shard queues spread over the masters by CRC16, which is the point.
+//!   Nothing needs two keys in one slot: a card's four queues are never written atomically
+//!   together. For the same reason a deployment prefix must not contain `{…}` (it would become
+//!   the hash tag of every key); `ops::connect_redis` warns when it does on a cluster.
+//! - **Pub/sub** ([`RedisKey::ConfigsChanged`]): a classic `PUBLISH` on a cluster is forwarded
+//!   over the cluster bus to every node, so a subscriber connected to any node receives it
+//!   (fred pins the subscription to one node and re-subscribes after a reconnect or failover).
+//!   Sharded pub/sub (`SPUBLISH`) is not needed at one message per config change.
+//! - **SCAN** over keys is not used by the polling core; tests and the bench clean their prefix
+//!   with one SCAN per primary and one `UNLINK` per key (`test_support::unlink_prefix`).
 
 use domain::{CardId, DeviceId, TaskType};
 use std::fmt::Write as _;

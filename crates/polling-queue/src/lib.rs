@@ -12,7 +12,8 @@
 //!
 //! It must not touch PostgreSQL (no store, no sea-orm), the gateway or the scheduler: it is
 //! Redis and nothing else, so the API process can use it without the worker's machinery.
-//! Every Lua script touches exactly one key, so the layout runs unchanged on Redis Cluster.
+//! Every Lua script touches exactly one key and no command names two, so the layout runs
+//! unchanged on Redis Cluster (see [`keys`], "On Redis Cluster").
 
 mod align;
 mod cache;

@@ -3,10 +3,14 @@
 //! * [`TestDb`]: a fresh PostgreSQL database, cloned in milliseconds from a migrated template
 //!   (named after [`migrations::schema_fingerprint`], so a changed schema gets a new template),
 //!   dropped when the value is dropped. Databases left by crashed runs are swept after two hours.
-//! * [`TestRedis`]: a key prefix of its own on a shared Redis; its keys are deleted on drop.
+//! * [`TestRedis`]: a key prefix of its own on a shared Redis or Redis Cluster; its keys are
+//!   deleted on drop (SCAN per primary and one UNLINK per key, so it works on a cluster too).
 //! * [`TestEnv`] holds both.
 //!
-//! Services come from `CMP_TEST_DATABASE_URL` / `CMP_TEST_REDIS_URL` when set; otherwise
+//! Services come from `CMP_TEST_DATABASE_URL` / `CMP_TEST_REDIS_URL` when set (the Redis URL may
+//! be a cluster's, `redis-cluster://h:p?node=h:p&node=h:p`: `just test-cluster` runs the
+//! Redis-touching suites that way; [`TestEnv::cluster`] asks for `CMP_TEST_REDIS_CLUSTER_URL`
+//! whatever the other says); otherwise
 //! PostgreSQL 16 and Redis 7 containers are started with testcontainers when a Docker daemon is
 //! reachable; otherwise the harness fails at once, saying which variables to set.
 
@@ -15,7 +19,7 @@ mod redis;
 mod services;
 
 pub use db::TestDb;
-pub use redis::TestRedis;
+pub use redis::{TestRedis, keys_matching, unlink_each, unlink_prefix};
 
 /// A fresh database and an isolated Redis key space.
 pub struct TestEnv {
@@ -26,6 +30,12 @@ pub struct TestEnv {
 impl TestEnv {
     pub async fn new() -> anyhow::Result<TestEnv> {
         let (db, redis) = tokio::try_join!(TestDb::new(), TestRedis::new())?;
+        Ok(TestEnv { db, redis })
+    }
+
+    /// A fresh database and a key space on the cluster of `CMP_TEST_REDIS_CLUSTER_URL`.
+    pub async fn cluster() -> anyhow::Result<TestEnv> {
+        let (db, redis) = tokio::try_join!(TestDb::new(), TestRedis::cluster())?;
         Ok(TestEnv { db, redis })
     }
 }

@@ -1,13 +1,18 @@
-use crate::services::redis_url;
+use crate::services::{REDIS_CLUSTER_VAR, redis_cluster_url, redis_url};
 use crate::{run_blocking_cleanup, unique_name};
 use anyhow::Context;
 use fred::prelude::*;
-use fred::types::scan::Scanner;
-use futures::StreamExt;
+use fred::types::scan::{ScanResult, Scanner};
+use futures::{Stream, StreamExt};
 use std::time::Duration;
 
-/// An isolated key space on the test Redis: every key the test writes starts with `prefix`
-/// (the key builders of `polling-queue` take it). The keys are deleted on drop.
+/// An isolated key space on the test Redis (a single server or a cluster): every key the test
+/// writes starts with `prefix` (the key builders of `polling-queue` take it). The keys are
+/// deleted on drop.
+///
+/// The prefix carries no hash tag on purpose: on a cluster a test's keys spread over every
+/// node, as production keys do, so a command that spans slots fails in the test with CROSSSLOT
+/// instead of passing because everything happened to sit in one slot.
 pub struct TestRedis {
     pub url: String,
     /// e.g. `t1764460000_0a1b2c3d4e5f:`
@@ -15,10 +20,35 @@ pub struct TestRedis {
 }
 
 impl TestRedis {
+    /// A key space on `CMP_TEST_REDIS_URL` (a `redis://` or a `redis-cluster://` URL).
     pub async fn new() -> anyhow::Result<TestRedis> {
-        let url = redis_url().await?;
+        Ok(Self::on(redis_url().await?))
+    }
+
+    /// A key space on the cluster named by `CMP_TEST_REDIS_CLUSTER_URL`, whatever
+    /// `CMP_TEST_REDIS_URL` says; fails naming the variable when it is not set.
+    pub async fn cluster() -> anyhow::Result<TestRedis> {
+        let url = redis_cluster_url().with_context(|| {
+            format!(
+                "{REDIS_CLUSTER_VAR} is not set (e.g. redis-cluster://127.0.0.1:7101?node=\
+                 127.0.0.1:7102&node=127.0.0.1:7103; scripts/redis-cluster.sh start 7101 7102 7103)"
+            )
+        })?;
+        Ok(Self::on(url))
+    }
+
+    /// A key space on the Redis (or cluster) at `url`.
+    pub fn on(url: String) -> TestRedis {
         let prefix = format!("{}:", unique_name("t"));
-        Ok(TestRedis { url, prefix })
+        TestRedis { url, prefix }
+    }
+
+    /// Whether the URL names a cluster (fred's `redis-cluster://` scheme).
+    pub fn is_cluster(&self) -> bool {
+        self.url
+            .split("://")
+            .next()
+            .is_some_and(|s| s.ends_with("-cluster"))
     }
 
     /// A connected pool of `size` clients on the test Redis.
@@ -44,22 +74,73 @@ async fn connect(url: &str, size: usize) -> anyhow::Result<Pool> {
     Ok(pool)
 }
 
+/// Every key matching `pattern`: one SCAN on a single server, a SCAN per primary on a cluster
+/// (a plain SCAN there walks one node only).
+pub async fn keys_matching(client: &Client, pattern: &str) -> anyhow::Result<Vec<String>> {
+    let mut found = Vec::new();
+    if client.is_clustered() {
+        collect(
+            client.scan_cluster(pattern.to_owned(), Some(1000), None),
+            &mut found,
+        )
+        .await?;
+    } else {
+        collect(
+            client.scan(pattern.to_owned(), Some(1000), None),
+            &mut found,
+        )
+        .await?;
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+async fn collect(
+    pages: impl Stream<Item = Result<ScanResult, Error>>,
+    found: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let mut pages = std::pin::pin!(pages);
+    while let Some(page) = pages.next().await {
+        let mut page = page?;
+        if let Some(keys) = page.take_results() {
+            found.extend(keys.into_iter().filter_map(|k| k.into_string()));
+        }
+    }
+    Ok(())
+}
+
+/// Unlinks `keys` one UNLINK per key in one pipeline: on a cluster each command goes to the
+/// node owning its key (a multi-key UNLINK across slots fails with CROSSSLOT). Returns how many
+/// existed.
+pub async fn unlink_each(client: &Client, keys: &[String]) -> anyhow::Result<u64> {
+    let mut removed = 0;
+    for chunk in keys.chunks(1000) {
+        let pipe = client.pipeline();
+        for key in chunk {
+            let _: () = pipe.unlink(key.as_str()).await?;
+        }
+        let counts: Vec<u64> = pipe.all().await?;
+        removed += counts.iter().sum::<u64>();
+    }
+    Ok(removed)
+}
+
+/// Deletes every key under `prefix` (never FLUSHALL: other tests share the server) and returns
+/// how many there were.
+pub async fn unlink_prefix(client: &Client, prefix: &str) -> anyhow::Result<u64> {
+    let keys = keys_matching(client, &format!("{prefix}*")).await?;
+    unlink_each(client, &keys).await
+}
+
 impl Drop for TestRedis {
     fn drop(&mut self) {
         let url = self.url.clone();
-        let pattern = format!("{}*", self.prefix);
+        let prefix = self.prefix.clone();
         run_blocking_cleanup("redis", async move {
             let pool = connect(&url, 1).await?;
             let client = pool.next().clone();
-            let mut scan = client.scan(pattern, Some(1000), None);
-            while let Some(page) = scan.next().await {
-                let mut page = page?;
-                if let Some(keys) = page.take_results()
-                    && !keys.is_empty()
-                {
-                    let _: i64 = client.unlink(keys).await?;
-                }
-            }
+            unlink_prefix(&client, &prefix).await?;
             pool.quit().await?;
             Ok(())
         });

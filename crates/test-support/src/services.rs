@@ -9,6 +9,8 @@ use tokio::sync::OnceCell;
 
 pub(crate) const DATABASE_VAR: &str = "CMP_TEST_DATABASE_URL";
 pub(crate) const REDIS_VAR: &str = "CMP_TEST_REDIS_URL";
+/// A Redis Cluster for the tests that need one whatever `CMP_TEST_REDIS_URL` names.
+pub(crate) const REDIS_CLUSTER_VAR: &str = "CMP_TEST_REDIS_CLUSTER_URL";
 
 /// Containers live as long as the test process.
 static PG_CONTAINER: OnceCell<(String, ContainerAsync<Postgres>)> = OnceCell::const_new();
@@ -60,6 +62,10 @@ pub(crate) async fn admin_database_url() -> anyhow::Result<String> {
         })
         .await?;
     Ok(url.clone())
+}
+
+pub(crate) fn redis_cluster_url() -> Option<String> {
+    from_env(REDIS_CLUSTER_VAR)
 }
 
 pub(crate) async fn redis_url() -> anyhow::Result<String> {

@@ -32,7 +32,7 @@ async fn two_worlds_are_isolated() -> anyhow::Result<()> {
     let key = format!("{}polling:init:progress", a.redis.prefix);
     let _: () = pool.set(&key, "running", None, None, false).await?;
     let pattern = format!("{}*", b.redis.prefix);
-    let (_, b_keys): (String, Vec<String>) = pool.scan_page("0", pattern, Some(1000), None).await?;
+    let b_keys = test_support::keys_matching(pool.next(), &pattern).await?;
     assert!(b_keys.is_empty(), "a's keys are outside b's prefix");
 
     // Dropping a world removes its database and its keys.

@@ -1,0 +1,208 @@
+//! Redis Cluster failover under a running worker (issue 18): a cluster of its own with three
+//! masters and one replica each (ports 7111-7116, `scripts/redis-cluster.sh`, started and
+//! stopped by the test), `cmp-worker run` polling a fleet on it, then SIGKILL of the master that
+//! holds a shard queue. After the replica took over, every card is polled again and
+//! `cmp-worker check` passes (after `check --repair` if the failover lost writes: replication
+//! is asynchronous, so the last writes acknowledged by the killed master may be gone).
+
+mod common;
+
+use common::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use test_support::{TestDb, TestEnv, TestRedis};
+use tokio::process::Command;
+
+const PORTS: [&str; 6] = ["7111", "7112", "7113", "7114", "7115", "7116"];
+const HOST: &str = "127.0.0.1";
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/redis-cluster.sh")
+}
+
+fn cluster_dir() -> PathBuf {
+    std::env::temp_dir().join("cmp-redis-cluster-failover")
+}
+
+/// The test's cluster; stopped (SHUTDOWN NOSAVE, directories removed) on drop.
+struct Cluster;
+
+impl Cluster {
+    async fn start() -> anyhow::Result<Cluster> {
+        // Leftovers of an interrupted run on these ports are this test's own: stop them first.
+        let _ = Command::new(script())
+            .arg("stop")
+            .args(PORTS)
+            .env("CMP_CLUSTER_DIR", cluster_dir())
+            .output()
+            .await?;
+        let out = Command::new(script())
+            .args(["start", "--replicas", "1"])
+            .args(PORTS)
+            .env("CMP_CLUSTER_DIR", cluster_dir())
+            .env("CMP_CLUSTER_NODE_TIMEOUT_MS", "1000")
+            .output()
+            .await?;
+        anyhow::ensure!(
+            out.status.success(),
+            "redis-cluster.sh start failed (redis-server and redis-cli are needed): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(Cluster)
+    }
+
+    fn url(&self) -> String {
+        let nodes: Vec<String> = PORTS[1..]
+            .iter()
+            .map(|p| format!("node={HOST}:{p}"))
+            .collect();
+        format!("redis-cluster://{HOST}:{}?{}", PORTS[0], nodes.join("&"))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(script())
+            .arg("stop")
+            .args(PORTS)
+            .env("CMP_CLUSTER_DIR", cluster_dir())
+            .output();
+    }
+}
+
+async fn redis_cli(port: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("redis-cli")
+        .args(["-h", HOST, "-p", port])
+        .args(args)
+        .output()
+        .await?;
+    Ok(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+/// Port of the master serving `key`'s slot, asked of a live node.
+async fn master_of(live: &str, key: &str) -> anyhow::Result<String> {
+    let slot: u16 = redis_cli(live, &["cluster", "keyslot", key])
+        .await?
+        .trim()
+        .parse()?;
+    let nodes = redis_cli(live, &["cluster", "nodes"]).await?;
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 9 || !fields[2].contains("master") || fields[2].contains("fail") {
+            continue;
+        }
+        let owns = fields[8..].iter().any(|range| {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            matches!((lo.parse::<u16>(), hi.parse::<u16>()), (Ok(lo), Ok(hi)) if (lo..=hi).contains(&slot))
+        });
+        if owns {
+            let port = fields[1]
+                .split('@')
+                .next()
+                .and_then(|a| a.rsplit(':').next())
+                .unwrap_or_default();
+            return Ok(port.to_owned());
+        }
+    }
+    anyhow::bail!("no live master serves slot {slot}:\n{nodes}")
+}
+
+/// Runs `cmp-worker <args>` to the end against the world: (exit code, stdout).
+async fn cmp_worker(w: &World, args: &[&str]) -> anyhow::Result<(i32, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_cmp-worker"))
+        .args(args)
+        .env("CMP_DATABASE_URL", &w.env.db.url)
+        .env("CMP_REDIS_URL", &w.env.redis.url)
+        .env("CMP_REDIS_KEY_PREFIX", &w.env.redis.prefix)
+        .env("CMP_LOG", "warn")
+        .output()
+        .await?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+fn usage_queries(w: &World) -> HashMap<usize, u32> {
+    (0..w.cards.len())
+        .map(|i| {
+            let n = w.sim.state().card(&iccid(i)).map_or(0, |c| c.usage_queries);
+            (i, n)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::Result<()> {
+    // Declared first, dropped last: the world's key cleanup needs the cluster up.
+    let cluster = Cluster::start().await?;
+    let env = TestEnv {
+        db: TestDb::new().await?,
+        redis: TestRedis::on(cluster.url()),
+    };
+    let w = world_in(env, 48, 2, 1).await?;
+    let bind = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.local_addr()?.to_string()
+    };
+    // A short lease: a reschedule the failover lost leaves its card leased, due again when
+    // the lease ends (300 s by default).
+    let mut worker = spawn_worker(
+        &w,
+        &[("CMP_WORKER_BIND", bind.as_str()), ("CMP_LEASE_SECS", "10")],
+    )?;
+    let polling = eventually(Duration::from_secs(60), || async {
+        Ok(all_queued(&w).await? && polled_at_least(&w, 2) == w.cards.len())
+    })
+    .await?;
+    assert!(polling, "every card polled twice before the failover");
+
+    let victim_key = w.queue.keys().shard_queue(0, domain::TaskType::Carddata);
+    let victim = master_of(PORTS[0], &victim_key).await?;
+    let pid = std::fs::read_to_string(cluster_dir().join(&victim).join("redis.pid"))?;
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .await?;
+    assert!(killed.success(), "SIGKILL master {victim}");
+    let live = PORTS
+        .iter()
+        .copied()
+        .find(|p| *p != victim)
+        .unwrap_or("7111");
+
+    // The replica is promoted: the cluster is whole again and another node serves the slot.
+    let failed_over = eventually(Duration::from_secs(30), || async {
+        let info = redis_cli(live, &["cluster", "info"]).await?;
+        Ok(info.contains("cluster_state:ok")
+            && master_of(live, &victim_key)
+                .await
+                .is_ok_and(|p| p != victim))
+    })
+    .await?;
+    assert!(failed_over, "a replica took over from master {victim}");
+
+    // Polling continues: every card is polled again after the failover.
+    let at_failover = usage_queries(&w);
+    let again = eventually(Duration::from_secs(60), || async {
+        let now = usage_queries(&w);
+        Ok(at_failover.iter().all(|(i, n)| now[i] > *n))
+    })
+    .await?;
+    assert!(again, "every card polled again after the failover");
+    assert!(terminate(&mut worker).await?.success(), "clean shutdown");
+
+    let (code, out) = cmp_worker(&w, &["check"]).await?;
+    if code != 0 {
+        eprintln!("check after the failover found damage (lost writes):\n{out}");
+        let (_, repaired) = cmp_worker(&w, &["check", "--repair"]).await?;
+        eprintln!("check --repair:\n{repaired}");
+        let (code, out) = cmp_worker(&w, &["check"]).await?;
+        assert_eq!(code, 0, "clean after the repair: {out}");
+    }
+    drop(w);
+    drop(cluster);
+    Ok(())
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A local Redis Cluster for tests, CI, the bench and the demo: one redis-server per port with
+# --cluster-enabled yes, no persistence, in a temp dir of its own.
+#
+#   scripts/redis-cluster.sh start [--replicas N] PORT...   start, create, wait for cluster_state:ok
+#   scripts/redis-cluster.sh stop PORT...                   SHUTDOWN NOSAVE each node, remove its dir
+#   scripts/redis-cluster.sh status PORT...                 exit 0 when every port answers cluster_state:ok
+#   scripts/redis-cluster.sh url PORT...                    the fred URL: redis-cluster://h:p?node=h:p&...
+#
+# `start` on ports that already form a healthy cluster does nothing (CI starts it when absent).
+# With --replicas 1, six ports give three masters with one replica each (the failover test).
+# Node directories: ${CMP_CLUSTER_DIR:-/tmp/cmp-redis-cluster}/PORT (nodes.conf, log).
+set -euo pipefail
+
+host=127.0.0.1
+base=${CMP_CLUSTER_DIR:-${TMPDIR:-/tmp}/cmp-redis-cluster}
+
+usage() {
+    echo "usage: $0 start [--replicas N] PORT... | stop PORT... | status PORT... | url PORT..." >&2
+    exit 2
+}
+
+healthy() { # port -> 0 when the node reports cluster_state:ok
+    redis-cli -h "$host" -p "$1" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_state:ok'
+}
+
+all_healthy() {
+    for p in "$@"; do healthy "$p" || return 1; done
+}
+
+url() {
+    local first=$1; shift
+    local out="redis-cluster://$host:$first"
+    local sep='?'
+    for p in "$@"; do out+="${sep}node=$host:$p"; sep='&'; done
+    echo "$out"
+}
+
+start() {
+    local replicas=0
+    if [ "${1:-}" = "--replicas" ]; then replicas=$2; shift 2; fi
+    [ $# -ge 3 ] || { echo "redis-cluster: at least three ports" >&2; exit 2; }
+    if all_healthy "$@"; then
+        echo "redis-cluster: already up on $*"
+        return 0
+    fi
+    local p
+    for p in "$@"; do
+        if redis-cli -h "$host" -p "$p" ping >/dev/null 2>&1; then
+            echo "redis-cluster: port $p answers but is not part of a healthy cluster; stop it first" >&2
+            exit 1
+        fi
+    done
+    for p in "$@"; do
+        local dir="$base/$p"
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        redis-server --port "$p" --bind "$host" --daemonize yes --dir "$dir" \
+            --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
+            --cluster-node-timeout "${CMP_CLUSTER_NODE_TIMEOUT_MS:-2000}" \
+            --save "" --appendonly no --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
+    done
+    for p in "$@"; do
+        for _ in $(seq 1 50); do
+            redis-cli -h "$host" -p "$p" ping >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+    done
+    local nodes=()
+    for p in "$@"; do nodes+=("$host:$p"); done
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas "$replicas" --cluster-yes >"$base/create-$1.log" 2>&1 || {
+        cat "$base/create-$1.log" >&2
+        exit 1
+    }
+    for _ in $(seq 1 100); do
+        if all_healthy "$@"; then
+            echo "redis-cluster: up on $* ($(url "$@"))"
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "redis-cluster: no cluster_state:ok on $* after 20 s" >&2
+    exit 1
+}
+
+stop() {
+    local p
+    for p in "$@"; do
+        redis-cli -h "$host" -p "$p" shutdown nosave >/dev/null 2>&1 || true
+    done
+    for p in "$@"; do
+        for _ in $(seq 1 50); do
+            redis-cli -h "$host" -p "$p" ping >/dev/null 2>&1 || break
+            sleep 0.1
+        done
+        rm -rf "${base:?}/$p"
+    done
+}
+
+[ $# -ge 1 ] || usage
+cmd=$1; shift
+case "$cmd" in
+    start) start "$@" ;;
+    stop) [ $# -ge 1 ] || usage; stop "$@" ;;
+    status) [ $# -ge 1 ] || usage; all_healthy "$@" ;;
+    url) [ $# -ge 1 ] || usage; url "$@" ;;
+    *) usage ;;
+esac
