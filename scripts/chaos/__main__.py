@@ -51,6 +51,12 @@ KNOWN = {
     "s2": {"repeated_stops = 0": "seen once in 3 runs: the card locks live in Redis; when "
                                  "Redis loses them mid-evaluation a second evaluation stops "
                                  "the card again (likely; reported)"},
+    "s4q": {"every card polled within": "with carrier faults on top of a quota at a third of "
+                                        "demand, a failed poll goes back to the end of the due "
+                                        "backlog and can wait past the settle window (73 of 293 "
+                                        "cards in CI); the bound of docs/decisions.md holds "
+                                        "without faults (cmp-worker::budget). The quota itself "
+                                        "and stop/start ahead of queries are held here"},
 }
 
 
