@@ -56,7 +56,10 @@ KNOWN = {
                                         "backlog and can wait past the settle window (73 of 293 "
                                         "cards in CI); the bound of docs/decisions.md holds "
                                         "without faults (cmp-worker::budget). The quota itself "
-                                        "and stop/start ahead of queries are held here"},
+                                        "is held here",
+            "pending_stops = 0": "same cause: a stop whose carrier call failed (5xx, timeout) "
+                                 "is retried at the card's next poll, which waits in that "
+                                 "backlog (5 pending in one CI run, 0 in another)"},
 }
 
 
