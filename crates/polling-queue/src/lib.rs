@@ -34,6 +34,7 @@ mod ratelimit;
 mod recent;
 mod reconcile_progress;
 mod remove;
+mod reschedule;
 mod score;
 mod scripts;
 mod semaphore;

@@ -1,8 +1,7 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
 use crate::score::{group_by_shard, lease_ms, parse_members};
-use crate::{Keys, QueueError, scripts};
-use batch::Batcher;
+use crate::{Keys, QueueError, reschedule, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
@@ -42,33 +41,13 @@ pub struct PollingQueueManager {
     pub(crate) clock: Arc<dyn Clock>,
     /// Group commit of [`reschedule`](Self::reschedule): the reschedules of concurrent polls go
     /// out as one pipeline of variadic `ZADD XX`, one per queue key.
-    rescheduler: Batcher<Reschedule, Result<(), String>>,
+    rescheduler: reschedule::Rescheduler,
 }
-
-/// One poll's reschedule.
-type Reschedule = (TaskType, CardId, DateTime<Utc>);
-
-/// The most reschedules one pipeline carries.
-const RESCHEDULE_BATCH: usize = 2_000;
 
 impl PollingQueueManager {
     pub fn new(pool: Pool, keys: Keys, mut settings: QueueSettings, clock: Arc<dyn Clock>) -> Self {
         settings.shard_count = settings.shard_count.max(1);
-        let (writer_pool, writer_keys, shards) = (pool.clone(), keys.clone(), settings.shard_count);
-        let rescheduler = Batcher::new(
-            "reschedule",
-            RESCHEDULE_BATCH,
-            move |entries: Vec<Reschedule>| {
-                let (pool, keys) = (writer_pool.clone(), writer_keys.clone());
-                async move {
-                    let n = entries.len();
-                    match zadd_xx_many(&pool, &keys, shards, entries).await {
-                        Ok(()) => vec![Ok(()); n],
-                        Err(error) => vec![Err(error.to_string()); n],
-                    }
-                }
-            },
-        );
+        let rescheduler = reschedule::writer(pool.clone(), keys.clone(), settings.shard_count);
         Self {
             pool,
             keys,
@@ -187,39 +166,4 @@ impl PollingQueueManager {
             )
             .await?)
     }
-}
-
-/// `ZADD XX` of many (task, card, time) entries: one command per queue key (members in input
-/// order, so of two entries of one card the later wins), all in one pipeline.
-async fn zadd_xx_many(
-    pool: &Pool,
-    keys: &Keys,
-    shard_count: u32,
-    entries: Vec<Reschedule>,
-) -> Result<(), QueueError> {
-    let mut by_task: [Vec<(CardId, DateTime<Utc>)>; 4] = Default::default();
-    for (task, card, at) in entries {
-        by_task[task.index()].push((card, at));
-    }
-    let pipe = pool.next().pipeline();
-    for task in TaskType::ALL {
-        let entries = &by_task[task.index()];
-        for (shard, members) in group_by_shard(entries, shard_count) {
-            let key = keys.shard_queue(shard, task);
-            for chunk in members.chunks(CHUNK) {
-                let _: () = pipe
-                    .zadd(
-                        key.as_str(),
-                        Some(SetOptions::XX),
-                        None,
-                        false,
-                        false,
-                        chunk.to_vec(),
-                    )
-                    .await?;
-            }
-        }
-    }
-    let _: Vec<Value> = pipe.all().await?;
-    Ok(())
 }
