@@ -58,6 +58,7 @@ start() {
         redis-server --port "$p" --bind "$host" --daemonize yes --dir "$dir" \
             --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
             --cluster-node-timeout "${CMP_CLUSTER_NODE_TIMEOUT_MS:-2000}" \
+            --cluster-replica-validity-factor 0 \
             --save "" --appendonly no --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
     done
     for p in "$@"; do

@@ -38,6 +38,10 @@ impl std::error::Error for BatchError {}
 /// The receiving end, held until the flush task starts.
 type Pending<I, O> = Arc<Mutex<Option<mpsc::UnboundedReceiver<Job<I, O>>>>>;
 
+/// How long one flush may take before its callers are answered `Closed` and the next batch
+/// goes: longer than any healthy PostgreSQL transaction or Redis pipeline of a batch.
+const FLUSH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(15);
+
 struct Job<I, O> {
     item: I,
     reply: oneshot::Sender<O>,
@@ -126,8 +130,21 @@ async fn run<I: Send + 'static, O: Send + 'static>(
             jobs.drain(..).map(|job| (job.item, job.reply)).unzip();
         let n = items.len();
         // The flush runs in its own task so that a panic in it answers Closed to its callers
-        // instead of ending every later flush.
-        let flushed = tokio::spawn((flush)(items)).await;
+        // instead of ending every later flush, and under a deadline so that a flush stuck on a
+        // dead connection (a Redis failover) does not hold every later caller.
+        let mut task = tokio::spawn((flush)(items));
+        let flushed = match tokio::time::timeout(FLUSH_DEADLINE, &mut task).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                task.abort();
+                tracing::error!(
+                    batcher = name,
+                    items = n,
+                    "a flush outlived its deadline; its callers get no answer"
+                );
+                continue;
+            }
+        };
         match flushed {
             Ok(outputs) => {
                 debug_assert_eq!(outputs.len(), n, "{name}: one output per item");
@@ -213,6 +230,7 @@ mod tests {
     fn built_outside_a_runtime_it_runs_on_its_first_caller() {
         let batcher = Batcher::new("late", 4, |items: Vec<u8>| async move { items });
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
             .unwrap_or_else(|e| panic!("runtime: {e}"));
         assert_eq!(rt.block_on(batcher.submit(7)), Ok(7));
