@@ -8,7 +8,6 @@ use common::*;
 use domain::TaskType;
 use fred::prelude::*;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 /// Runs `cmp-worker <args>` to the end against the world: (exit code, stdout).
@@ -43,15 +42,6 @@ async fn flush_prefix(pool: &Pool, prefix: &str) -> anyhow::Result<usize> {
 }
 
 /// `GET path` on `addr`: the status code, or `None` while nothing answers.
-async fn http_status(addr: &str, path: &str) -> Option<u16> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.ok()?;
-    answer.split_whitespace().nth(1)?.parse().ok()
-}
-
 fn free_port() -> anyhow::Result<String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.to_string())

@@ -181,6 +181,18 @@ pub fn spawn_worker(w: &World, extra: &[(&str, &str)]) -> anyhow::Result<Child> 
     Ok(cmd.spawn()?)
 }
 
+/// The status code of `GET path` on `addr` (e.g. the worker's `/readyz`); `None` when it does
+/// not answer.
+pub async fn http_status(addr: &str, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.ok()?;
+    answer.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Polls `cond` every 100 ms until it holds or `within` passes.
 pub async fn eventually<F, Fut>(within: Duration, mut cond: F) -> anyhow::Result<bool>
 where

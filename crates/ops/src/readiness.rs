@@ -3,6 +3,7 @@
 //! `{"ready": false, "checks": {"postgres": "ok", "redis": "ok", "queues": "…why…"}}`.
 
 use fred::prelude::*;
+use fred::types::{ClusterHash, CustomCommand, Value};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +15,45 @@ const PART_TIMEOUT: Duration = Duration::from_secs(2);
 
 type ProbeFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 type Probe = Arc<dyn Fn() -> ProbeFuture + Send + Sync>;
+
+/// Redis answers: a single server answers `PING`; on a cluster every node the client is
+/// connected to answers `CLUSTER INFO` with `cluster_state:ok`. A primary that died and was not
+/// replaced (or any slot no primary serves) turns every node's state to `fail` once the cluster
+/// noticed, so one node's `PING` would not be the truth: commands on some keys fail then.
+async fn redis_ready(redis: &Pool) -> Result<(), String> {
+    let client = redis.next();
+    if !client.is_clustered() {
+        return client
+            .ping::<String>(None)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string());
+    }
+    let nodes = client.active_connections();
+    if nodes.is_empty() {
+        return Err("connected to no cluster node".to_owned());
+    }
+    let cluster_info = CustomCommand::new_static("CLUSTER INFO", ClusterHash::Random, false);
+    let answers = futures::future::join_all(nodes.into_iter().map(|server| {
+        let node = client.with_cluster_node(server.clone());
+        let cmd = cluster_info.clone();
+        async move {
+            let info: Result<String, _> = node.custom(cmd, Vec::<Value>::new()).await;
+            match info {
+                Ok(info) if info.lines().any(|l| l.trim() == "cluster_state:ok") => Ok(()),
+                Ok(_) => Err(format!("{server}: cluster_state is not ok")),
+                Err(e) => Err(format!("{server}: {e}")),
+            }
+        }
+    }))
+    .await;
+    let failed: Vec<String> = answers.into_iter().filter_map(Result::err).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
 
 /// What `/readyz` checks.
 #[derive(Clone)]
@@ -85,14 +125,7 @@ impl Readiness {
                     .map(drop)
                     .map_err(|e| e.to_string())
             }),
-            Box::pin(async move {
-                redis
-                    .next()
-                    .ping::<String>(None)
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }),
+            Box::pin(async move { redis_ready(&redis).await }),
         ];
         for (name, probe) in &self.probes {
             names.push(name);
