@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Property-based run of schemathesis against a running cmp-api: every operation of
 # /api/openapi.json with generated inputs, checking that nothing answers 5xx and that every
-# answer conforms to the document (status codes, content types, schemas).
+# answer conforms to the document (status codes, content types, schemas). Two runs: the
+# examples, coverage and fuzzing phases (each operation on its own), then the stateful phase,
+# which follows the document's OpenAPI links (create -> read/update/delete, bind -> unbind, ...)
+# for a time of its own and prints how many steps and links it exercised.
 #
 # Against an API already running (e.g. `just demo`):
 #   CMP_FUZZ_URL=http://127.0.0.1:18080 CMP_FUZZ_KEY=cmp_... just api-fuzz
@@ -11,11 +14,14 @@
 #   CMP_FUZZ_REDIS_URL   (default redis://127.0.0.1:6379)
 #   CMP_FUZZ_EXAMPLES    examples per operation (default 20; CI: a small number)
 #   CMP_FUZZ_SECS        the whole run's time bound (default 300)
+#   CMP_FUZZ_STATEFUL_SECS  the stateful phase's share of it (default: a third, at least 60 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 examples=${CMP_FUZZ_EXAMPLES:-20}
 secs=${CMP_FUZZ_SECS:-300}
+stateful_secs=${CMP_FUZZ_STATEFUL_SECS:-$(( secs / 3 > 60 ? secs / 3 : 60 ))}
+deadline=$(( $(date +%s) + secs ))
 url=${CMP_FUZZ_URL:-}
 key=${CMP_FUZZ_KEY:-}
 logs=${TMPDIR:-/tmp}/cmp-api-fuzz
@@ -73,11 +79,28 @@ echo "api-fuzz: validating $url/api/openapi.json as OpenAPI 3.1"
 curl -fsS "$url/api/openapi.json" >"$logs/openapi.json"
 openapi-spec-validator "$logs/openapi.json"
 
-echo "api-fuzz: $url, $examples examples per operation, at most $secs s"
-timeout "$secs" schemathesis run "$url/api/openapi.json" \
-    --url "$url" \
-    --header "Authorization: Bearer $key" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-    --max-examples "$examples" \
-    --request-timeout 10 \
-    --workers 1
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
+common=(--url "$url" --header "Authorization: Bearer $key" --checks "$checks"
+    --request-timeout 10 --workers 1 --no-color)
+
+left=$(( deadline - $(date +%s) - stateful_secs ))
+echo "api-fuzz: $url, $examples examples per operation, at most $left s, then the stateful phase"
+timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+    --phases examples,coverage,fuzzing \
+    --max-examples "$examples"
+
+# The stateful phase: scenarios of linked calls until its time is spent. Its NDJSON report
+# tells which steps followed a link.
+left=$(( deadline - $(date +%s) ))
+budget=$(( stateful_secs < left - 10 ? stateful_secs : left - 10 ))
+if [ "$budget" -lt 10 ]; then
+    echo "api-fuzz: no time left for the stateful phase" >&2
+    exit 1
+fi
+rm -rf "$logs/report"
+echo "api-fuzz: stateful phase, $budget s"
+timeout "$(( budget + 10 ))" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+    --phases stateful \
+    --max-time "$budget" \
+    --report ndjson --report-dir "$logs/report"
+python3 scripts/api-fuzz-stateful.py "$logs/openapi.json" "$logs"/report/*.ndjson
