@@ -89,18 +89,20 @@ timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
     --phases examples,coverage,fuzzing \
     --max-examples "$examples"
 
-# The stateful phase: scenarios of linked calls until its time is spent. Its NDJSON report
-# tells which steps followed a link.
+# The stateful phase: scenarios of linked calls until its time is spent (less 30 s for loading
+# the document and the last scenario); its NDJSON report tells which steps followed a link.
 left=$(( deadline - $(date +%s) ))
-budget=$(( stateful_secs < left - 10 ? stateful_secs : left - 10 ))
-if [ "$budget" -lt 10 ]; then
-    echo "api-fuzz: no time left for the stateful phase" >&2
+budget=$(( stateful_secs < left ? stateful_secs : left ))
+if [ "$budget" -lt 40 ]; then
+    echo "api-fuzz: no time left for the stateful phase ($left s)" >&2
     exit 1
 fi
 rm -rf "$logs/report"
 echo "api-fuzz: stateful phase, $budget s"
-timeout "$(( budget + 10 ))" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+status=0
+timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
     --phases stateful \
-    --max-time "$budget" \
-    --report ndjson --report-dir "$logs/report"
-python3 scripts/api-fuzz-stateful.py "$logs/openapi.json" "$logs"/report/*.ndjson
+    --max-time "$(( budget - 30 ))" \
+    --report ndjson --report-dir "$logs/report" || status=$?
+python3 scripts/api-fuzz-stateful.py "$logs/openapi.json" "$logs"/report/*.ndjson || status=1
+exit "$status"
