@@ -41,7 +41,7 @@ def main():
         for line in f:
             event = json.loads(line)
             finished = event.get("ScenarioFinished")
-            if not finished or finished.get("phase") != "stateful":
+            if not finished or finished.get("phase") != "stateful" or finished.get("status") == "skip":
                 continue
             scenarios += 1
             recorder = finished.get("recorder") or {}

@@ -4,7 +4,8 @@
 # answer conforms to the document (status codes, content types, schemas). Two runs: the
 # examples, coverage and fuzzing phases (each operation on its own), then the stateful phase,
 # which follows the document's OpenAPI links (create -> read/update/delete, bind -> unbind, ...)
-# for a time of its own and prints how many steps and links it exercised.
+# for a time of its own, checks besides that a deleted resource is gone and a created one is
+# found, and prints how many steps and links it exercised.
 #
 # Against an API already running (e.g. `just demo`):
 #   CMP_FUZZ_URL=http://127.0.0.1:18080 CMP_FUZZ_KEY=cmp_... just api-fuzz
@@ -80,12 +81,13 @@ curl -fsS "$url/api/openapi.json" >"$logs/openapi.json"
 openapi-spec-validator "$logs/openapi.json"
 
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
-common=(--url "$url" --header "Authorization: Bearer $key" --checks "$checks"
-    --request-timeout 10 --workers 1 --no-color)
+common=(--url "$url" --header "Authorization: Bearer $key" --request-timeout 10 --workers 1
+    --no-color)
 
 left=$(( deadline - $(date +%s) - stateful_secs ))
 echo "api-fuzz: $url, $examples examples per operation, at most $left s, then the stateful phase"
 timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+    --checks "$checks" \
     --phases examples,coverage,fuzzing \
     --max-examples "$examples"
 
@@ -100,7 +102,10 @@ fi
 rm -rf "$logs/report"
 echo "api-fuzz: stateful phase, $budget s"
 status=0
+# Two checks more, which need a chain: a deleted resource answers 404 after, a created one is
+# found after.
 timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+    --checks "$checks,use_after_free,ensure_resource_availability" \
     --phases stateful \
     --max-time "$(( budget - 30 ))" \
     --report ndjson --report-dir "$logs/report" || status=$?
