@@ -82,7 +82,8 @@ ui-test:
     scripts/ui-test.sh
 
 # Property-based run of schemathesis against cmp-api (its own, or CMP_FUZZ_URL + CMP_FUZZ_KEY):
-# no 5xx, every answer as /api/openapi.json documents. CMP_FUZZ_EXAMPLES, CMP_FUZZ_SECS bound it.
+# no 5xx, every answer as /api/openapi.json documents, each operation alone and then in chains
+# along the document's links (stateful phase). CMP_FUZZ_EXAMPLES, CMP_FUZZ_SECS bound it.
 api-fuzz:
     scripts/api-fuzz.sh
 

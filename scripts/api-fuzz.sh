@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Property-based run of schemathesis against a running cmp-api: every operation of
 # /api/openapi.json with generated inputs, checking that nothing answers 5xx and that every
-# answer conforms to the document (status codes, content types, schemas).
+# answer conforms to the document (status codes, content types, schemas). Two runs: the
+# examples, coverage and fuzzing phases (each operation on its own), then the stateful phase,
+# which follows the document's OpenAPI links (create -> read/update/delete, bind -> unbind, ...)
+# for a time of its own, checks besides that a deleted resource is gone and a created one is
+# found, and prints how many steps and links it exercised.
 #
 # Against an API already running (e.g. `just demo`):
 #   CMP_FUZZ_URL=http://127.0.0.1:18080 CMP_FUZZ_KEY=cmp_... just api-fuzz
@@ -11,11 +15,14 @@
 #   CMP_FUZZ_REDIS_URL   (default redis://127.0.0.1:6379)
 #   CMP_FUZZ_EXAMPLES    examples per operation (default 20; CI: a small number)
 #   CMP_FUZZ_SECS        the whole run's time bound (default 300)
+#   CMP_FUZZ_STATEFUL_SECS  the stateful phase's share of it (default: a third, at least 60 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 examples=${CMP_FUZZ_EXAMPLES:-20}
 secs=${CMP_FUZZ_SECS:-300}
+stateful_secs=${CMP_FUZZ_STATEFUL_SECS:-$(( secs / 3 > 60 ? secs / 3 : 60 ))}
+deadline=$(( $(date +%s) + secs ))
 url=${CMP_FUZZ_URL:-}
 key=${CMP_FUZZ_KEY:-}
 logs=${TMPDIR:-/tmp}/cmp-api-fuzz
@@ -73,11 +80,34 @@ echo "api-fuzz: validating $url/api/openapi.json as OpenAPI 3.1"
 curl -fsS "$url/api/openapi.json" >"$logs/openapi.json"
 openapi-spec-validator "$logs/openapi.json"
 
-echo "api-fuzz: $url, $examples examples per operation, at most $secs s"
-timeout "$secs" schemathesis run "$url/api/openapi.json" \
-    --url "$url" \
-    --header "Authorization: Bearer $key" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-    --max-examples "$examples" \
-    --request-timeout 10 \
-    --workers 1
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
+common=(--url "$url" --header "Authorization: Bearer $key" --request-timeout 10 --workers 1
+    --no-color)
+
+left=$(( deadline - $(date +%s) - stateful_secs ))
+echo "api-fuzz: $url, $examples examples per operation, at most $left s, then the stateful phase"
+timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+    --checks "$checks" \
+    --phases examples,coverage,fuzzing \
+    --max-examples "$examples"
+
+# The stateful phase: scenarios of linked calls until its time is spent (less 30 s for loading
+# the document and the last scenario); its NDJSON report tells which steps followed a link.
+left=$(( deadline - $(date +%s) ))
+budget=$(( stateful_secs < left ? stateful_secs : left ))
+if [ "$budget" -lt 40 ]; then
+    echo "api-fuzz: no time left for the stateful phase ($left s)" >&2
+    exit 1
+fi
+rm -rf "$logs/report"
+echo "api-fuzz: stateful phase, $budget s"
+status=0
+# Two checks more, which need a chain: a deleted resource answers 404 after, a created one is
+# found after.
+timeout "$left" schemathesis run "$url/api/openapi.json" "${common[@]}" \
+    --checks "$checks,use_after_free,ensure_resource_availability" \
+    --phases stateful \
+    --max-time "$(( budget - 30 ))" \
+    --report ndjson --report-dir "$logs/report" || status=$?
+python3 scripts/api-fuzz-stateful.py "$logs/openapi.json" "$logs"/report/*.ndjson || status=1
+exit "$status"

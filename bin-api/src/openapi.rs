@@ -1,5 +1,8 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes: the
-//! base (info, tags, bearer scheme) and the error answers every operation can give.
+//! base (info, tags, bearer scheme), the error answers every operation can give, and the links
+//! between operations ([`links`]).
+
+mod links;
 
 use crate::error::Problem;
 use utoipa::openapi::path::Operation;
@@ -35,7 +38,7 @@ pub(crate) fn base() -> OpenApi {
     Base::openapi()
 }
 
-/// Adds the bearer scheme and the error answers to every operation.
+/// Adds the bearer scheme and the error answers to every operation, and the links.
 pub(crate) fn finish(mut api: OpenApi) -> OpenApi {
     let components = api.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
@@ -67,6 +70,7 @@ pub(crate) fn finish(mut api: OpenApi) -> OpenApi {
             }
         }
     }
+    links::add(&mut api);
     api
 }
 

@@ -50,6 +50,7 @@ pub(crate) struct CardListQuery {
     #[param(minimum = 1)]
     carrier_id: Option<i64>,
     /// Platform status code.
+    #[param(minimum = -32768, maximum = 32767)]
     status: Option<i16>,
     network_status: Option<NetworkStatus>,
     stop_reason: Option<StopReason>,
@@ -223,7 +224,7 @@ async fn explain(
 #[into_params(parameter_in = Query)]
 pub(crate) struct UsageQuery {
     /// `YYYY-MM` of the deployment's calendar (`CMP_TIMEZONE`); default: the current month.
-    #[param(example = "2026-12")]
+    #[param(example = "2026-12", pattern = "^[0-9]{4}-(0[1-9]|1[0-2])$")]
     month: Option<String>,
 }
 

@@ -136,3 +136,26 @@ async fn webhook_urls_must_be_http_or_https_with_a_host() {
     .await
     .ok(StatusCode::CREATED);
 }
+
+/// JSON Schema's integers include whole numbers written as floats: `1.0` is taken as `1`, a
+/// fraction is still refused naming the field, and nothing is written then.
+#[tokio::test]
+async fn whole_floats_are_integers_and_fractions_are_refused() {
+    let w = World::new().await;
+    let id = card(&w, 1, json!({"carrier_id": 1.0, "status": 3e0})).await;
+    let a = w.get(&format!("/api/admin/cards/{id}"), VIEWER).await;
+    let body = a.ok(StatusCode::OK);
+    assert_eq!(
+        (body["carrier_id"].as_i64(), body["status"].as_i64()),
+        (Some(1), Some(3))
+    );
+    let a = w
+        .post(
+            "/api/admin/cards",
+            ADMIN,
+            json!({"iccid": iccid(2), "carrier_id": 1.5, "status": 2.0}),
+        )
+        .await;
+    assert_eq!(pointers(&a), ["/carrier_id"]);
+    assert_eq!(w.stores.cards.count().await.unwrap(), 1);
+}

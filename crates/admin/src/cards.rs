@@ -30,6 +30,7 @@ pub struct CardBody {
     pub card_category: CardCategory,
     /// The platform's status code of the card's business lifecycle.
     #[serde(default = "one")]
+    #[schema(minimum = -32768, maximum = 32767)]
     pub status: i16,
     #[serde(default = "not_verified")]
     pub real_name_status: RealNameStatus,
@@ -127,6 +128,7 @@ impl CardBody {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CardStatusBody {
     /// The platform's status code.
+    #[schema(minimum = -32768, maximum = 32767)]
     pub status: i16,
 }
 

@@ -45,6 +45,7 @@ pub struct TriggerByFilter {
     pub carrier_id: Option<CarrierId>,
     /// The platform status code.
     #[serde(default)]
+    #[schema(minimum = -32768, maximum = 32767)]
     pub status: Option<i16>,
     #[serde(default)]
     pub network_status: Option<NetworkStatus>,
