@@ -43,6 +43,7 @@ pub(crate) fn state(
     let mut gateway_config = GatewayConfig::new(settings.gateway_url.clone());
     gateway_config.timeout = settings.gateway_timeout;
     gateway_config.rate_limit_per_sec = settings.gateway_rate_limit;
+    let command_bound = gateway_config.command_bound();
     let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
     let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(
         HttpGateway::new(gateway_config, Some(Arc::new(limiter)))
@@ -71,7 +72,7 @@ pub(crate) fn state(
         ProtectKeys::new(redis.clone(), keys.clone()),
         CardLock::new(redis.clone(), keys.clone()),
         clock.clone(),
-        StopResumeSettings::default(),
+        StopResumeSettings::for_command_bound(command_bound),
     )
     .with_lifecycle(lifecycle.clone());
     let admin = Admin::new(AdminParts {

@@ -96,9 +96,12 @@ impl Components {
             .context("build the gateway client (CMP_GATEWAY_URL)")
     }
 
+    /// `command_bound`: the longest a stop or start can take with the client's settings
+    /// (`GatewayConfig::command_bound`), which bounds how long an intent is in flight.
     pub(crate) fn stop_resume(
         &self,
         gateway: Arc<dyn gateway::CarrierGateway>,
+        command_bound: std::time::Duration,
     ) -> StopResumeService {
         StopResumeService::new(
             self.stores.cards.clone(),
@@ -107,7 +110,7 @@ impl Components {
             ProtectKeys::new(self.redis.clone(), self.keys.clone()),
             CardLock::new(self.redis.clone(), self.keys.clone()),
             self.clock.clone(),
-            StopResumeSettings::default(),
+            StopResumeSettings::for_command_bound(command_bound),
         )
         .with_lifecycle(self.lifecycle())
     }

@@ -67,7 +67,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         devices: c.stores.devices.clone(),
         packages: c.stores.packages.clone(),
         gateway: gateway.clone(),
-        stop_resume: c.stop_resume(gateway),
+        stop_resume: c.stop_resume(gateway, http.config().command_bound()),
         configs: c.configs.clone(),
         queue: c.queue.clone(),
         semaphore: c.semaphore(),

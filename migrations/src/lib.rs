@@ -37,6 +37,11 @@ const MIGRATIONS: &[SqlMigration] = &[
         up: include_str!("../sql/0005_ops_monitoring_cleanup.up.sql"),
         down: include_str!("../sql/0005_ops_monitoring_cleanup.down.sql"),
     },
+    SqlMigration {
+        name: "m0006_stop_resume_intent",
+        up: include_str!("../sql/0006_stop_resume_intent.up.sql"),
+        down: include_str!("../sql/0006_stop_resume_intent.down.sql"),
+    },
 ];
 
 /// The migrator both binaries and the test harness run.

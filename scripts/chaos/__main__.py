@@ -43,14 +43,6 @@ DEFAULT = ["s1", "s2", "s3", "s4", "s4q", "s5", "s6"]
 # outside this list (or any with --strict) makes the exit code 1. Remove an entry when its
 # fix lands: the suite then holds the engine to it.
 KNOWN = {
-    "s1": {"duplicate_calls = 0": "a SIGKILL between the carrier's yes and the state-log "
-                                  "write: the next evaluation asks the carrier again "
-                                  "(stop-resume has no durable intent; reported)",
-           "db_carrier_mismatch = 0": "same window: the carrier changed, the database not "
-                                      "yet (healed by the next evaluation)"},
-    "s2": {"repeated_stops = 0": "seen once in 3 runs: the card locks live in Redis; when "
-                                 "Redis loses them mid-evaluation a second evaluation stops "
-                                 "the card again (likely; reported)"},
     "s4q": {"every card polled within": "with carrier faults on top of a quota at a third of "
                                         "demand, a failed poll goes back to the end of the due "
                                         "backlog and can wait past the settle window (73 of 293 "
@@ -63,14 +55,9 @@ KNOWN = {
 }
 
 
-# In every scenario: `check` finds a card missing from a queue its config schedules after a
-# reason change without a carrier call (finish() marks those findings).
-KNOWN_EVERYWHERE = {
-    "cards_missing = 0 (after a reason change": "the realname handler's reason change on a "
-        "stopped card (not_realname -> traffic_exhausted, not_called) does not align the "
-        "queues: the card misses the protect queue of its new config (reported)",
-    "cmp-worker check exit 0 (after a reason change": "same finding",
-}
+# In every scenario: none today. (The reason change without a carrier call that left a card
+# out of a queue of its new config is closed: stop-resume aligns after every change.)
+KNOWN_EVERYWHERE = {}
 
 
 def classify(key, failures):
@@ -139,7 +126,9 @@ EXTRA = ("kills", "not_polled_after_kills", "polled_more_than_bound", "poll_boun
          "api_ready_green_after_s", "not_polled_after_restart", "backends_terminated",
          "peak_requests_per_s", "quota_cap_per_s", "not_polled_in_settle", "settle_s",
          "polled_before_due", "polled_twice", "never_polled", "responses_5xx", "routes_walked",
-         "pending_stops", "repeated_stops", "unrecorded_changes", "db_carrier_mismatch", "stops",
+         "pending_stops", "repeated_stops", "unrecorded_changes", "db_carrier_mismatch",
+         "interrupted_calls", "pending_intents", "pending_intents_before_stop",
+         "intents_settle_s", "stops",
          "starts", "due_backlog_max", "due_backlog_last", "due_backlog_cap",
          "worker_rss_growth_second_half_mb", "error")
 

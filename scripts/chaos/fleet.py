@@ -169,31 +169,43 @@ class World:
     def calls_figures(self, sims):
         """Duplicate and unrecorded carrier changes, and carrier/database disagreement.
 
-        duplicate: stops or starts the carrier applied beyond the `ok` state-log rows of the
-        card; unrecorded: `ok` rows the carrier never applied; mismatch: cards whose network
-        status differs between database and carrier (taken with the workers stopped)."""
+        A stop or start is a state-log row written `pending` before the carrier is asked and
+        turned `ok` (the carrier's yes), `failed` (no yes) or `interrupted` (its holder died or
+        gave up with the call in flight: it may or may not have reached the carrier) after.
+        The carrier applies at most one change per row that made a call, so:
+        duplicate: stops or starts the carrier applied beyond the card's `ok` + `interrupted`
+        rows; unrecorded: `ok` rows the carrier never applied; mismatch: cards whose network
+        status differs between database and carrier (taken with the workers stopped, after
+        the intents in flight were settled); pending: `pending` rows left (none once settled)."""
         rows = self.ctx.pg.sql(self.db, """
             SELECT c.iccid, c.network_status,
+                   count(l.id) FILTER (WHERE l.gateway_outcome IN ('ok', 'interrupted')
+                                       AND l.to_status = 0),
+                   count(l.id) FILTER (WHERE l.gateway_outcome IN ('ok', 'interrupted')
+                                       AND l.to_status = 1),
                    count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 0),
-                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 1)
+                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 1),
+                   count(l.id) FILTER (WHERE l.gateway_outcome = 'pending')
             FROM tb_iot_card c LEFT JOIN tb_card_state_log l ON l.iot_card_id = c.id
             GROUP BY c.id, c.iccid, c.network_status""")
-        dup = unrec = mismatch = stops = starts = 0
+        dup = unrec = mismatch = stops = starts = pending = interrupted = 0
         examples = []
-        for iccid, net, logged_stops, logged_starts in rows:
+        for iccid, net, called_stops, called_starts, ok_stops, ok_starts, left in rows:
             s = sims.get(iccid)
             if s is None:
                 continue
             applied_stop, applied_start = s["stops_applied"], s["starts_applied"]
-            extra = max(0, applied_stop - int(logged_stops)) + max(0, applied_start - int(logged_starts))
+            extra = max(0, applied_stop - int(called_stops)) + max(0, applied_start - int(called_starts))
             if extra and len(examples) < 10:
                 examples.append({"iccid": iccid, "db_network_status": int(net),
                                  "sim": s["network_status"], "stops_applied": applied_stop,
-                                 "stop_rows": int(logged_stops), "starts_applied": applied_start,
-                                 "start_rows": int(logged_starts), "stop_calls": s["stop_calls"],
+                                 "stop_rows": int(called_stops), "starts_applied": applied_start,
+                                 "start_rows": int(called_starts), "stop_calls": s["stop_calls"],
                                  "start_calls": s["start_calls"]})
             dup += extra
-            unrec += max(0, int(logged_stops) - applied_stop) + max(0, int(logged_starts) - applied_start)
+            unrec += max(0, int(ok_stops) - applied_stop) + max(0, int(ok_starts) - applied_start)
+            interrupted += int(called_stops) + int(called_starts) - int(ok_stops) - int(ok_starts)
+            pending += int(left)
             stops += applied_stop
             starts += applied_start
             sim_net = 1 if s["network_status"] in (1, "online", "Online") else 0
@@ -201,7 +213,14 @@ class World:
                 mismatch += 1
         return {"duplicate_calls": dup, "unrecorded_changes": unrec,
                 "db_carrier_mismatch": mismatch, "stops": stops, "starts": starts,
+                "interrupted_calls": interrupted, "pending_intents": pending,
                 "duplicate_examples": examples}
+
+    def pending_intents(self):
+        """`pending` state-log rows: stops and starts whose carrier call is in flight, or whose
+        holder died and which the card's next evaluation has not settled yet."""
+        return int(self.ctx.pg.sql(self.db, """
+            SELECT count(*) FROM tb_card_state_log WHERE gateway_outcome = 'pending'""")[0][0])
 
     def decision_figures(self):
         """The decision table on the database's facts, card by card (`GET /cards/{id}/explain`):

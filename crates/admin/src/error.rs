@@ -61,9 +61,9 @@ impl From<StopResumeError> for AdminError {
                 source: gateway::GatewayError::NotFound,
                 ..
             } => AdminError::UnknownToCarrier(format!("card {card_id}")),
-            e @ (StopResumeError::Gateway { .. } | StopResumeError::UnexpectedStatus { .. }) => {
-                AdminError::Gateway(e.to_string())
-            }
+            e @ (StopResumeError::Gateway { .. }
+            | StopResumeError::UnexpectedStatus { .. }
+            | StopResumeError::CallCutOff { .. }) => AdminError::Gateway(e.to_string()),
             StopResumeError::Store(s) => AdminError::from_store(s),
             other => AdminError::Internal(other.to_string()),
         }

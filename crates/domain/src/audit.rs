@@ -11,7 +11,10 @@ pub struct DataUsageRecord {
     pub recorded_at: DateTime<Utc>,
 }
 
-/// What the carrier said to a stop or start (or that none was needed).
+/// What the carrier said to a stop or start (or that none was needed). A stop or start is
+/// written `pending` before the carrier is asked and turned into one of the other outcomes
+/// after (`stop-resume`, "durable intent"); the card's network status and stop reason follow
+/// only an `ok` row.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -20,9 +23,25 @@ pub enum GatewayOutcome {
     Ok,
     /// No gateway call was needed (a reason change on a stopped card).
     NotCalled,
+    /// The call is in flight: the intent is written, the carrier's answer not yet. At most one
+    /// per card.
+    Pending,
+    /// The carrier did not say yes (refused, or the client's tries ended without an answer);
+    /// the card is unchanged.
+    Failed,
+    /// The holder of a `pending` row died or was cut off before it could write the answer: the
+    /// call may or may not have reached the carrier. The card is unchanged; its next
+    /// evaluation decides again on the database's facts.
+    Interrupted,
 }
 
-str_enum!(GatewayOutcome { Ok => "ok", NotCalled => "not_called" });
+str_enum!(GatewayOutcome {
+    Ok => "ok",
+    NotCalled => "not_called",
+    Pending => "pending",
+    Failed => "failed",
+    Interrupted => "interrupted",
+});
 
 /// An audit row to append to `tb_card_state_log`: every stop, start and reason change.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -90,7 +90,8 @@ pub struct MetricsPoint {
 #[async_trait::async_trait]
 pub trait MonitoringStore: Send + Sync {
     async fn fleet_counts(&self) -> StoreResult<FleetCounts>;
-    /// Stops (rows of `tb_card_state_log` from online to stopped) in `[from, to)`, by reason;
+    /// Stops (`ok` rows of `tb_card_state_log` from online to stopped: the carrier's yes; an
+    /// intent, a refusal or an interrupted call is not a stop) in `[from, to)`, by reason;
     /// reads the state log by its time index.
     async fn stops_between(
         &self,

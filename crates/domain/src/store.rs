@@ -18,9 +18,9 @@ pub use crate::ops::{MetricsHistoryStore, MonitoringStore, UsageHistoryStore};
 pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore, MockUsageHistoryStore};
 use crate::{
     Card, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, DeductionStep, Device,
-    DeviceId, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice, NewPackage,
-    NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage, PollingConfig,
-    PollingConfigId, PollingConfigInput, RealNameStatus, StoreError, UsageUpdate,
+    DeviceId, GatewayOutcome, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice,
+    NewPackage, NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage, PollingConfig,
+    PollingConfigId, PollingConfigInput, RealNameStatus, StopReason, StoreError, UsageUpdate,
 };
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -53,6 +53,19 @@ pub struct RealNameWrite {
     pub changed: bool,
     /// The card after the write.
     pub card: Card,
+}
+
+/// What [`CardStore::append_state_if`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateWrite {
+    /// The row is appended; its id.
+    Written(i64),
+    /// No live card.
+    Gone,
+    /// The card's network status or stop reason is no longer the one the caller decided on.
+    Changed,
+    /// Another stop or start of the card is in flight (a `pending` row).
+    InFlight,
 }
 
 /// A page request: `page` from 1, `page_size` 1..=500.
@@ -147,6 +160,31 @@ pub trait CardStore: Send + Sync {
     /// Applies a stop, start or reason change and appends its audit row, in one transaction:
     /// `network_status = to_status`, `stop_reason = entry.stop_reason`.
     async fn record_state_change(&self, entry: &NewCardStateLog) -> StoreResult<()>;
+    /// The compare-and-set of stop/resume, in one transaction: locks the live card row and,
+    /// if its network status is `entry.from_status`, its stop reason `from_reason` and no row
+    /// of the card is `pending`, appends `entry`. A `pending` entry is an intent (the card is
+    /// left alone until [`close_intent`](Self::close_intent)); a `not_called` or `ok` one is
+    /// applied to the card at once, as [`record_state_change`](Self::record_state_change)
+    /// does. The partial unique index `uq_card_state_log_pending` holds "one intent per
+    /// card" whatever the callers do.
+    async fn append_state_if(
+        &self,
+        entry: &NewCardStateLog,
+        from_reason: Option<StopReason>,
+    ) -> StoreResult<StateWrite>;
+    /// Ends the intent `row` of [`append_state_if`](Self::append_state_if). `Ok`: the row
+    /// becomes `ok` (also from `interrupted`: the carrier did say yes) and, in the same
+    /// transaction, the card takes the row's `to_status` and stop reason unless a later row
+    /// of the card was written meanwhile. `Failed` or `Interrupted`: only a row still
+    /// `pending` changes, the card is left alone. Returns whether the row changed.
+    async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<bool>;
+    /// Intents of the card whose holder is gone: every `pending` row older than `older_than`
+    /// (by the database's clock) becomes `interrupted`. Returns how many.
+    async fn interrupt_stale_intents(
+        &self,
+        id: CardId,
+        older_than: std::time::Duration,
+    ) -> StoreResult<u64>;
     async fn state_log(&self, id: CardId, page: Page) -> StoreResult<Paged<CardStateLog>>;
 
     /// One usage poll, in one transaction. The card row is locked first and the carrier's

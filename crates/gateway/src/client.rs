@@ -74,6 +74,23 @@ impl GatewayConfig {
     }
 }
 
+impl GatewayConfig {
+    /// The longest a `stop` or `start` can take with these settings, by the client's own
+    /// timers: every try waits for its rate-limit slot (`max_rate_wait`) and its request
+    /// (`timeout`), and every retry for its back-off or the carrier's `Retry-After`, whichever
+    /// bound is longer (`retry.max_delay`, `retry.max_retry_after`). With the defaults: 3 ×
+    /// (2 s + 5 s) + 2 × 5 s = 31 s. Stop/resume sets its call deadline from it, which bounds
+    /// how long a durable intent can be in flight.
+    pub fn command_bound(&self) -> Duration {
+        let tries = self.retry.attempts.max(1);
+        let per_try = self.max_rate_wait.saturating_add(self.timeout);
+        let per_retry = self.retry.max_delay.max(self.retry.max_retry_after);
+        per_try
+            .saturating_mul(tries)
+            .saturating_add(per_retry.saturating_mul(tries - 1))
+    }
+}
+
 /// The carrier gateway over HTTP/1.1 with keep-alive. Cheap to clone: clones share one
 /// connection pool, so build one per process (or per carrier) and hand out `Arc`s or clones.
 #[derive(Clone)]

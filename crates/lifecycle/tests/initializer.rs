@@ -430,6 +430,19 @@ impl CardStore for Gated {
     async fn record_state_change(&self, _: &domain::NewCardStateLog) -> StoreResult<()> {
         unimplemented!()
     }
+    async fn append_state_if(
+        &self,
+        _: &domain::NewCardStateLog,
+        _: Option<domain::StopReason>,
+    ) -> StoreResult<domain::store::StateWrite> {
+        unimplemented!()
+    }
+    async fn close_intent(&self, _: i64, _: domain::GatewayOutcome) -> StoreResult<bool> {
+        unimplemented!()
+    }
+    async fn interrupt_stale_intents(&self, _: CardId, _: std::time::Duration) -> StoreResult<u64> {
+        unimplemented!()
+    }
     async fn state_log(
         &self,
         _: CardId,

@@ -31,6 +31,14 @@ pub enum StopResumeError {
         call: &'static str,
         got: NetworkStatus,
     },
+    /// The carrier did not answer within `call_deadline`: the call was given up and its
+    /// state-log row written `interrupted` (it may or may not have reached the carrier).
+    #[error("gateway {call} of card {card_id} unanswered after {after:?}; given up")]
+    CallCutOff {
+        card_id: CardId,
+        call: &'static str,
+        after: std::time::Duration,
+    },
     #[error("store: {0}")]
     Store(#[from] StoreError),
     #[error("redis: {0}")]

@@ -8,12 +8,16 @@
 //!   per-card Redis lock (`polling:lock:card:{id}`), so two evaluations of one card never both
 //!   call the gateway; the database changes only after the carrier said yes, and every stop,
 //!   start and reason change appends one `tb_card_state_log` row (invariants 4 and 5 of
-//!   `ARCHITECTURE.md`).
+//!   `ARCHITECTURE.md`). A stop or start is that row written `pending` before the call (a
+//!   durable intent, compare-and-set on the card's state, one per card in the database), so a
+//!   worker killed after the carrier's yes, or a second evaluation after Redis lost the lock,
+//!   costs no call the log does not account for (`ok`, `failed`, `interrupted`).
 //! * Operator stop/start ([`StopResumeService::stop_by_operator`], `start_by_operator`) and the
 //!   protect handler's forced correction ([`StopResumeService::enforce_protect`]) run on the
 //!   same locked, audited path.
-//! * Network status is a fact config matching reads: after every stop and start the card's
-//!   queues are aligned with the config it now matches, through the lifecycle service.
+//! * Network status is a fact config matching reads: after every stop, start and reason change
+//!   the card is read again and its queues are aligned with the config it now matches, through
+//!   the lifecycle service.
 //!
 //! This crate reaches PostgreSQL only through the store traits of `domain`, Redis only through
 //! `polling-queue` and the carrier only through [`gateway::CarrierGateway`]. It must not

@@ -1,7 +1,7 @@
 //! The crate's Prometheus series, and the log line of every decision.
 
 use crate::{Action, Decision, Trigger};
-use domain::StopReason;
+use domain::{GatewayOutcome, StopReason};
 use tracing::{debug, info};
 
 /// `cmp_card_stops_total{reason}`: gateway stops the carrier accepted.
@@ -11,6 +11,14 @@ pub const CARD_STARTS: &str = "cmp_card_starts_total";
 /// `cmp_stop_resume_decisions_total{action}`: `stopped`, `started`, `reason_changed`,
 /// `nothing`, or `failed` when the action could not be completed.
 pub const DECISIONS: &str = "cmp_stop_resume_decisions_total";
+
+/// `cmp_stop_resume_intents_total{outcome}`: how stop and start intents ended: `ok`,
+/// `failed`, or `interrupted` (cut off at the call deadline, or found with no live holder).
+pub const INTENTS: &str = "cmp_stop_resume_intents_total";
+
+pub(crate) fn record_intent(outcome: GatewayOutcome, n: u64) {
+    metrics::counter!(INTENTS, "outcome" => outcome.as_str()).increment(n);
+}
 
 pub(crate) fn record(action: Action) {
     match action {

@@ -45,7 +45,7 @@ impl StopResumeService {
         card_id: CardId,
     ) -> Result<ProtectChecked, StopResumeError> {
         self.locked(card_id, async {
-            let s = self.load(card_id).await?;
+            let s = self.load_for_act(card_id).await?;
             let Some(device) = s.card.device_id else {
                 debug!(card_id = %card_id, "standalone card: protect check skipped");
                 return Ok(ProtectChecked::Skipped { card: s.card });

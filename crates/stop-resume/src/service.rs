@@ -2,7 +2,7 @@
 
 use crate::decision::{self, Action, Decision, NothingWhy, ProtectEvidence};
 use crate::{StopResumeError, Trigger, metrics};
-use domain::store::{CardStore, PackageStore};
+use domain::store::{CardStore, PackageStore, StateWrite};
 use domain::{
     Card, CardId, Clock, GatewayOutcome, NetworkStatus, NewCardStateLog, PackageOwner,
     PackageUsage, StopReason,
@@ -27,6 +27,33 @@ pub struct StopResumeSettings {
     pub lock_wait: Duration,
     /// Pause between two attempts to take a held lock.
     pub lock_retry: Duration,
+    /// Longest a stop or start may wait for the carrier (the client's tries, back-offs and
+    /// rate-limit waits included). A call still unanswered then is given up and its intent
+    /// turned `interrupted` by its holder, so that no live call is ever older than this.
+    /// The binaries set it from the gateway client's settings
+    /// (`GatewayConfig::command_bound` plus a margin).
+    pub call_deadline: Duration,
+    /// What an intent may take beyond `call_deadline` (the database writes around the call).
+    /// A `pending` row older than `call_deadline + intent_grace` by the database's clock has
+    /// no live holder: the next evaluation of the card turns it `interrupted`.
+    pub intent_grace: Duration,
+}
+
+impl StopResumeSettings {
+    /// The defaults, with `call_deadline` 2 s above `command_bound`, the longest a stop or
+    /// start can take by the gateway client's own timers (`GatewayConfig::command_bound`):
+    /// the margin covers the scheduling of those timers, so a live call is not cut off.
+    pub fn for_command_bound(command_bound: Duration) -> Self {
+        Self {
+            call_deadline: command_bound + Duration::from_secs(2),
+            ..Self::default()
+        }
+    }
+
+    /// Age after which a `pending` intent is known to have no live holder.
+    pub fn intent_stale_after(&self) -> Duration {
+        self.call_deadline + self.intent_grace
+    }
 }
 
 impl Default for StopResumeSettings {
@@ -35,6 +62,9 @@ impl Default for StopResumeSettings {
             lock_ttl: Duration::from_secs(30),
             lock_wait: Duration::from_secs(5),
             lock_retry: Duration::from_millis(25),
+            // The client's defaults bound a command at 31 s (`GatewayConfig::command_bound`).
+            call_deadline: Duration::from_secs(35),
+            intent_grace: Duration::from_secs(15),
         }
     }
 }
@@ -61,6 +91,11 @@ impl std::fmt::Debug for StopResumeService {
             .finish_non_exhaustive()
     }
 }
+
+/// The future of [`StopResumeService::act`].
+pub(crate) type BoxedAct<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Evaluated, StopResumeError>> + Send + 'a>,
+>;
 
 /// What a loaded card is decided from.
 pub(crate) struct Snapshot {
@@ -126,7 +161,7 @@ impl StopResumeService {
         trigger: Trigger,
     ) -> Result<Evaluated, StopResumeError> {
         self.locked(card_id, async {
-            let s = self.load(card_id).await?;
+            let s = self.load_for_act(card_id).await?;
             let decision = decision::decide(&s.card, &s.packages, s.protect, self.clock.now());
             self.act(s.card, decision, trigger).await
         })
@@ -186,7 +221,7 @@ impl StopResumeService {
         choose: impl FnOnce(&Card) -> Action + Send,
     ) -> Result<Decision, StopResumeError> {
         self.locked(card_id, async {
-            let s = self.load(card_id).await?;
+            let s = self.load_for_act(card_id).await?;
             let evidence = decision::evidence(&s.card, &s.packages, s.protect, self.clock.now());
             let decision = Decision {
                 card_id,
@@ -226,9 +261,48 @@ impl StopResumeService {
         })
     }
 
-    /// Carries out `decision` on `card`: the gateway first, the database only after the carrier
-    /// said yes, one audit row per change; then the card's queues follow its new state.
-    pub(crate) async fn act(
+    /// [`load`](Self::load) for a decision that will be carried out: also settles the card's
+    /// intents whose holder is gone (a `pending` row older than
+    /// [`StopResumeSettings::intent_stale_after`] becomes `interrupted`: the call may or may
+    /// not have reached the carrier, the card is as the database says, and the decision is
+    /// taken again on that).
+    pub(crate) fn load_for_act(
+        &self,
+        card_id: CardId,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Snapshot, StopResumeError>> + Send + '_>,
+    > {
+        // Type-erased, as `act`.
+        Box::pin(self.load_for_act_inner(card_id))
+    }
+
+    async fn load_for_act_inner(&self, card_id: CardId) -> Result<Snapshot, StopResumeError> {
+        let stale_after = self.settings.intent_stale_after();
+        let (snapshot, settled) = tokio::join!(
+            self.load(card_id),
+            self.cards.interrupt_stale_intents(card_id, stale_after)
+        );
+        let interrupted = settled?;
+        if interrupted > 0 {
+            metrics::record_intent(GatewayOutcome::Interrupted, interrupted);
+            warn!(card_id = %card_id, stale_after = ?stale_after,
+                "a stop/start of the card was interrupted (its holder died before writing the \
+                 carrier's answer; the carrier may or may not have applied it): deciding again \
+                 on the database's facts");
+        }
+        snapshot
+    }
+
+    /// Carries out `decision` on `card`: the intent first, then the gateway, then the card
+    /// after the carrier said yes (one audit row per stop or start, whatever its outcome);
+    /// then the card's queues follow its new state.
+    pub(crate) fn act(&self, card: Card, decision: Decision, trigger: Trigger) -> BoxedAct<'_> {
+        // Type-erased: the intent, the call under its deadline and the close nest deep enough
+        // to overflow the compiler's query depth in the handlers that await an evaluation.
+        Box::pin(self.act_inner(card, decision, trigger))
+    }
+
+    async fn act_inner(
         &self,
         mut card: Card,
         decision: Decision,
@@ -236,37 +310,27 @@ impl StopResumeService {
     ) -> Result<Evaluated, StopResumeError> {
         let done = match decision.action {
             Action::Stopped { reason } => {
-                self.switch(&card, NetworkStatus::Stopped).await?;
-                self.record(
-                    &card,
-                    NetworkStatus::Stopped,
-                    Some(reason),
-                    trigger,
-                    GatewayOutcome::Ok,
-                )
-                .await
+                self.carry_out(&card, NetworkStatus::Stopped, Some(reason), trigger)
+                    .await
             }
             Action::Started => {
-                self.switch(&card, NetworkStatus::Online).await?;
-                self.record(
-                    &card,
-                    NetworkStatus::Online,
-                    None,
-                    trigger,
-                    GatewayOutcome::Ok,
+                self.carry_out(&card, NetworkStatus::Online, None, trigger)
+                    .await
+            }
+            Action::ReasonChanged { to, .. } => self
+                .append(
+                    &NewCardStateLog {
+                        card_id: card.id,
+                        from_status: card.network_status,
+                        to_status: NetworkStatus::Stopped,
+                        stop_reason: Some(to),
+                        trigger: trigger.as_str().to_owned(),
+                        gateway_outcome: GatewayOutcome::NotCalled,
+                    },
+                    card.stop_reason,
                 )
                 .await
-            }
-            Action::ReasonChanged { to, .. } => {
-                self.record(
-                    &card,
-                    NetworkStatus::Stopped,
-                    Some(to),
-                    trigger,
-                    GatewayOutcome::NotCalled,
-                )
-                .await
-            }
+                .map(|_| ()),
             Action::Nothing { .. } => Ok(()),
         };
         if let Err(e) = done {
@@ -275,10 +339,24 @@ impl StopResumeService {
         }
         metrics::record(decision.action);
         metrics::log_decision(&decision, trigger);
-        let switched = decision.apply_to(&mut card);
-        if switched && let Some(lifecycle) = &self.lifecycle {
-            // The change is made; a queue write that fails is repaired by the next change or
-            // by the reconciliation, so it is logged, not returned.
+        decision.apply_to(&mut card);
+        if !matches!(decision.action, Action::Nothing { .. })
+            && let Some(lifecycle) = &self.lifecycle
+        {
+            // Every change is aligned, a reason change too: stop reason is not a fact config
+            // matching reads, but the card's other facts (real-name) may have changed since
+            // the last alignment without one (a realname poll racing with this evaluation).
+            // So the card is read again and its queues follow the database's facts. The
+            // change is made; a read or queue write that fails is repaired by the next change
+            // or by the reconciliation, so it is logged, not returned.
+            card = match self.cards.get(card.id).await {
+                Ok(Some(fresh)) => fresh,
+                Ok(None) => card,
+                Err(e) => {
+                    warn!(card_id = %card.id, error = %e, "cannot read the card again to align its queues");
+                    card
+                }
+            };
             if let Err(e) = lifecycle.on_card_facts_changed(&card).await {
                 warn!(card_id = %card.id, error = %e, "cannot align the card's queues with its new state");
             }
@@ -286,17 +364,97 @@ impl StopResumeService {
         Ok(Evaluated { decision, card })
     }
 
+    /// One stop or start: the intent (`pending`, compare-and-set on the card's state as read),
+    /// the carrier call within `call_deadline`, then the row `ok` with the card in one
+    /// transaction, or `failed` (the card unchanged). Killed anywhere in between, the row
+    /// stays `pending` until the next evaluation after the stale bound makes it `interrupted`.
+    async fn carry_out(
+        &self,
+        card: &Card,
+        to: NetworkStatus,
+        stop_reason: Option<StopReason>,
+        trigger: Trigger,
+    ) -> Result<(), StopResumeError> {
+        let entry = NewCardStateLog {
+            card_id: card.id,
+            from_status: card.network_status,
+            to_status: to,
+            stop_reason,
+            trigger: trigger.as_str().to_owned(),
+            gateway_outcome: GatewayOutcome::Pending,
+        };
+        let row = self.append(&entry, card.stop_reason).await?;
+        let deadline = self.settings.call_deadline;
+        let Ok(answer) = tokio::time::timeout(deadline, self.switch(card, to)).await else {
+            // The call may have reached the carrier: the honest outcome is `interrupted`.
+            self.close(card.id, row, GatewayOutcome::Interrupted).await;
+            return Err(StopResumeError::CallCutOff {
+                card_id: card.id,
+                call: call_name(to),
+                after: deadline,
+            });
+        };
+        if let Err(e) = answer {
+            self.close(card.id, row, GatewayOutcome::Failed).await;
+            return Err(e);
+        }
+        match self.cards.close_intent(row, GatewayOutcome::Ok).await {
+            Ok(closed) => {
+                if !closed {
+                    warn!(card_id = %card.id, row, "the intent was no longer pending when the carrier's yes was written");
+                }
+                metrics::record_intent(GatewayOutcome::Ok, 1);
+                Ok(())
+            }
+            Err(e) => {
+                // The row stays `pending`; once stale it becomes `interrupted` and the next
+                // evaluation, on the database's (old) facts, asks the carrier again, which is
+                // idempotent: the database catches up then.
+                error!(card_id = %card.id, to = ?to, row, error = %e,
+                    "carrier applied the change but the database write failed");
+                Err(StopResumeError::from(e))
+            }
+        }
+    }
+
+    /// Appends a state-log row if the card is still as read; a card changed or a call in
+    /// flight (which the Redis card lock should have kept out: the database is the last guard)
+    /// answers `Busy`, and the caller decides again later.
+    async fn append(
+        &self,
+        entry: &NewCardStateLog,
+        from_reason: Option<StopReason>,
+    ) -> Result<i64, StopResumeError> {
+        match self.cards.append_state_if(entry, from_reason).await? {
+            StateWrite::Written(row) => Ok(row),
+            StateWrite::Gone => Err(StopResumeError::CardNotFound(entry.card_id)),
+            StateWrite::Changed => {
+                warn!(card_id = %entry.card_id, "the card changed between its read and its write (card lock lost?): deciding again later");
+                Err(StopResumeError::Busy(entry.card_id))
+            }
+            StateWrite::InFlight => {
+                warn!(card_id = %entry.card_id, "another stop/start of the card is in flight (card lock lost?): deciding again later");
+                Err(StopResumeError::Busy(entry.card_id))
+            }
+        }
+    }
+
+    /// Writes a refusal or an interruption; a write that fails leaves the row `pending`, which
+    /// the stale bound settles.
+    async fn close(&self, card_id: CardId, row: i64, outcome: GatewayOutcome) {
+        metrics::record_intent(outcome, 1);
+        if let Err(e) = self.cards.close_intent(row, outcome).await {
+            warn!(card_id = %card_id, row, outcome = %outcome, error = %e,
+                "cannot write the intent's outcome; it stays pending until the stale bound");
+        }
+    }
+
     /// Asks the carrier to move the card to `to` (the client retries: 3 tries).
     async fn switch(&self, card: &Card, to: NetworkStatus) -> Result<(), StopResumeError> {
-        let (call, answer) = match to {
-            NetworkStatus::Stopped => (
-                "stop",
-                self.gateway.stop(card.carrier_id, &card.iccid).await,
-            ),
-            NetworkStatus::Online => (
-                "start",
-                self.gateway.start(card.carrier_id, &card.iccid).await,
-            ),
+        let call = call_name(to);
+        let answer = match to {
+            NetworkStatus::Stopped => self.gateway.stop(card.carrier_id, &card.iccid).await,
+            NetworkStatus::Online => self.gateway.start(card.carrier_id, &card.iccid).await,
         };
         let outcome = match answer {
             Ok(got) if got == to => Ok(()),
@@ -317,32 +475,11 @@ impl StopResumeService {
         }
         outcome
     }
+}
 
-    async fn record(
-        &self,
-        card: &Card,
-        to_status: NetworkStatus,
-        stop_reason: Option<StopReason>,
-        trigger: Trigger,
-        gateway_outcome: GatewayOutcome,
-    ) -> Result<(), StopResumeError> {
-        let entry = NewCardStateLog {
-            card_id: card.id,
-            from_status: card.network_status,
-            to_status,
-            stop_reason,
-            trigger: trigger.as_str().to_owned(),
-            gateway_outcome,
-        };
-        self.cards.record_state_change(&entry).await.map_err(|e| {
-            if gateway_outcome == GatewayOutcome::Ok {
-                // The next evaluation sees the old state and asks the carrier again, which is
-                // idempotent: the database catches up then.
-                error!(card_id = %card.id, to = ?to_status, error = %e,
-                    "carrier applied the change but the database write failed");
-            }
-            StopResumeError::from(e)
-        })?;
-        Ok(())
+fn call_name(to: NetworkStatus) -> &'static str {
+    match to {
+        NetworkStatus::Stopped => "stop",
+        NetworkStatus::Online => "start",
     }
 }

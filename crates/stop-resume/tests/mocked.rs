@@ -1,10 +1,11 @@
 //! The service over mocked stores and a mocked gateway (Redis is real: the lock and the protect
-//! keys are Redis by nature). These pin what must *not* happen: no database write when the
-//! carrier refused, no gateway call for a reason change, nothing at all while another holder
-//! has the card's lock.
+//! keys are Redis by nature). These pin what must *not* happen: no change of the card when the
+//! carrier refused (its intent is closed `failed`), no gateway call for a reason change, no call
+//! when the database says another is in flight, nothing at all while another holder has the
+//! card's lock.
 
 use chrono::{TimeZone, Utc};
-use domain::store::{MockCardStore, MockPackageStore};
+use domain::store::{MockCardStore, MockPackageStore, StateWrite};
 use domain::{
     Card, CardCategory, CardId, CarrierId, GatewayOutcome, ManualClock, MonthCounters,
     NetworkStatus, RealNameStatus, StopReason,
@@ -44,13 +45,23 @@ fn card(net: NetworkStatus, reason: Option<StopReason>) -> Card {
     }
 }
 
-/// A card store that returns `card` and expects `writes` state changes.
-fn cards(card: Option<Card>, writes: usize) -> MockCardStore {
+const ROW: i64 = 7;
+
+/// A card store that returns `card`, has no stale intent, and expects `intents` intents
+/// (`pending` rows) closed with `closed`, never `ok`.
+fn cards(card: Option<Card>, intents: usize, closed: GatewayOutcome) -> MockCardStore {
     let mut m = MockCardStore::new();
     m.expect_get().returning(move |_| Ok(card.clone()));
-    m.expect_record_state_change()
-        .times(writes)
-        .returning(|_| Ok(()));
+    m.expect_interrupt_stale_intents().returning(|_, _| Ok(0));
+    m.expect_append_state_if()
+        .times(intents)
+        .withf(|e, _| e.gateway_outcome == GatewayOutcome::Pending)
+        .returning(|_, _| Ok(StateWrite::Written(ROW)));
+    m.expect_close_intent()
+        .times(intents)
+        .withf(move |row, outcome| *row == ROW && *outcome == closed)
+        .returning(|_, _| Ok(true));
+    m.expect_record_state_change().times(0);
     m
 }
 
@@ -86,7 +97,7 @@ async fn service(
 }
 
 #[tokio::test]
-async fn carrier_refusal_writes_nothing() {
+async fn carrier_refusal_closes_the_intent_failed_and_leaves_the_card() {
     let redis = TestRedis::new().await.expect("redis");
     let mut gw = MockCarrierGateway::new();
     gw.expect_stop().times(1).returning(|_, _| {
@@ -97,7 +108,11 @@ async fn carrier_refusal_writes_nothing() {
     });
     let (svc, lock) = service(
         &redis,
-        cards(Some(card(NetworkStatus::Online, None)), 0),
+        cards(
+            Some(card(NetworkStatus::Online, None)),
+            1,
+            GatewayOutcome::Failed,
+        ),
         gw,
         Duration::ZERO,
     )
@@ -124,7 +139,7 @@ async fn carrier_refusal_writes_nothing() {
 }
 
 #[tokio::test]
-async fn unexpected_answer_writes_nothing() {
+async fn unexpected_answer_closes_the_intent_failed() {
     let redis = TestRedis::new().await.expect("redis");
     let mut gw = MockCarrierGateway::new();
     gw.expect_stop()
@@ -132,7 +147,11 @@ async fn unexpected_answer_writes_nothing() {
         .returning(|_, _| Ok(NetworkStatus::Online));
     let (svc, _) = service(
         &redis,
-        cards(Some(card(NetworkStatus::Online, None)), 0),
+        cards(
+            Some(card(NetworkStatus::Online, None)),
+            1,
+            GatewayOutcome::Failed,
+        ),
         gw,
         Duration::ZERO,
     )
@@ -160,15 +179,18 @@ async fn reason_change_calls_no_gateway() {
             Some(StopReason::TrafficExhausted),
         )))
     });
-    cs.expect_record_state_change()
+    cs.expect_interrupt_stale_intents().returning(|_, _| Ok(0));
+    cs.expect_append_state_if()
         .times(1)
-        .withf(|e| {
+        .withf(|e, from_reason| {
             e.stop_reason == Some(StopReason::NoPackage)
                 && e.gateway_outcome == GatewayOutcome::NotCalled
                 && e.trigger == "data_reset"
                 && e.to_status == NetworkStatus::Stopped
+                && *from_reason == Some(StopReason::TrafficExhausted)
         })
-        .returning(|_| Ok(()));
+        .returning(|_, _| Ok(StateWrite::Written(ROW)));
+    cs.expect_close_intent().times(0);
     // No expectation on the gateway: any call panics.
     let (svc, _) = service(&redis, cs, MockCarrierGateway::new(), Duration::ZERO).await;
     let d = svc
@@ -215,7 +237,7 @@ async fn deleted_card_is_not_found() {
     let redis = TestRedis::new().await.expect("redis");
     let (svc, _) = service(
         &redis,
-        cards(None, 0),
+        cards(None, 0, GatewayOutcome::Failed),
         MockCarrierGateway::new(),
         Duration::ZERO,
     )
@@ -225,4 +247,26 @@ async fn deleted_card_is_not_found() {
         .await
         .expect_err("not found");
     assert!(matches!(err, StopResumeError::CardNotFound(id) if id == ID));
+}
+
+/// The database says another stop or start of the card is in flight (the Redis lock was lost):
+/// no gateway call, `Busy`, and the caller decides again later.
+#[tokio::test]
+async fn an_intent_in_flight_in_the_database_means_busy_and_no_call() {
+    let redis = TestRedis::new().await.expect("redis");
+    let mut cs = MockCardStore::new();
+    cs.expect_get()
+        .returning(|_| Ok(Some(card(NetworkStatus::Online, None))));
+    cs.expect_interrupt_stale_intents().returning(|_, _| Ok(0));
+    cs.expect_append_state_if()
+        .times(1)
+        .returning(|_, _| Ok(StateWrite::InFlight));
+    cs.expect_close_intent().times(0);
+    // No expectation on the gateway: any call panics.
+    let (svc, _) = service(&redis, cs, MockCarrierGateway::new(), Duration::ZERO).await;
+    let err = svc
+        .evaluate_and_act(ID, Trigger::Carddata)
+        .await
+        .expect_err("busy");
+    assert!(matches!(err, StopResumeError::Busy(id) if id == ID));
 }

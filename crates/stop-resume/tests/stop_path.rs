@@ -88,7 +88,10 @@ async fn gateway_failure_leaves_the_card_unchanged() {
         (c.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
-    assert!(w.log(card).await.is_empty());
+    // The intent is closed `failed`: the attempt is in the audit, the card is not changed.
+    let log = w.log(card).await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].entry.gateway_outcome, GatewayOutcome::Failed);
     assert_eq!(w.calls("89002"), (3, 0), "three tries, no more");
 
     // The caller reschedules; the next evaluation succeeds with one more call.
@@ -104,6 +107,13 @@ async fn gateway_failure_leaves_the_card_unchanged() {
         }
     );
     assert_eq!(w.calls("89002"), (4, 0));
+    let outcomes: Vec<_> = w
+        .log(card)
+        .await
+        .iter()
+        .map(|l| l.entry.gateway_outcome)
+        .collect();
+    assert_eq!(outcomes, vec![GatewayOutcome::Failed, GatewayOutcome::Ok]);
 }
 
 #[tokio::test]

@@ -14,10 +14,13 @@ use crate::usage_batch::{UsageAnswer, UsagePoll};
 use async_trait::async_trait;
 use batch::Batcher;
 use chrono::{DateTime, Utc};
-use domain::store::{CardStore, Page, Paged, RealNameWrite, StoreResult, UsageRecorded};
+use domain::store::{
+    CardStore, Page, Paged, RealNameWrite, StateWrite, StoreResult, UsageRecorded,
+};
 use domain::{
     Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId, DeviceId,
-    MonthUsage, NetworkStatus, NewCard, NewCardStateLog, RealNameStatus, StopReason, StoreError,
+    GatewayOutcome, MonthUsage, NetworkStatus, NewCard, NewCardStateLog, RealNameStatus,
+    StopReason, StoreError,
 };
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -368,6 +371,26 @@ impl CardStore for PgCardStore {
         .await
         .map_err(db_err)?;
         txn.commit().await.map_err(db_err)
+    }
+
+    async fn append_state_if(
+        &self,
+        entry: &NewCardStateLog,
+        from_reason: Option<StopReason>,
+    ) -> StoreResult<StateWrite> {
+        crate::intent::append_state_if(&self.db, entry, from_reason).await
+    }
+
+    async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<bool> {
+        crate::intent::close_intent(&self.db, row, outcome).await
+    }
+
+    async fn interrupt_stale_intents(
+        &self,
+        id: CardId,
+        older_than: std::time::Duration,
+    ) -> StoreResult<u64> {
+        crate::intent::interrupt_stale_intents(&self.db, id, older_than).await
     }
 
     async fn state_log(&self, id: CardId, page: Page) -> StoreResult<Paged<CardStateLog>> {

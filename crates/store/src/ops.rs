@@ -185,7 +185,7 @@ impl MonitoringStore for PgMonitoringStore {
             .query_all_raw(stmt(
                 "SELECT stop_reason, count(*) AS n FROM tb_card_state_log \
                  WHERE created_at >= $1 AND created_at < $2 AND from_status = 1 \
-                 AND to_status = 0 GROUP BY stop_reason",
+                 AND to_status = 0 AND gateway_outcome = 'ok' GROUP BY stop_reason",
                 [from.into(), to.into()],
             ))
             .await

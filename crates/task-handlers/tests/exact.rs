@@ -252,6 +252,88 @@ async fn a_stop_moves_the_card_to_the_queues_of_its_new_config() {
     );
 }
 
+/// A reason change without a carrier call aligns the queues too (the fault suite's card 154):
+/// the card is stopped for `not_realname` and queued as its old config ("not real-named")
+/// schedules, while the database already says real-named (the alignment of that change lost a
+/// race). Its realname poll finds nothing new, re-evaluates, and the table only rewrites the
+/// reason (`not_realname` -> `traffic_exhausted`, `not_called`); the card now matches
+/// "stopped cards", and is queued for what that config schedules.
+#[tokio::test]
+async fn a_reason_change_without_a_carrier_call_moves_the_card_to_the_queues_of_its_config() {
+    let w = World::new().await;
+    add_config(
+        &w,
+        config(
+            "not real-named",
+            CardCondition::NotRealname,
+            Intervals {
+                realname_interval_secs: Some(60),
+                carddata_interval_secs: Some(CARDDATA_SECS as u32),
+                package_interval_secs: None,
+                protect_interval_secs: None,
+            },
+        ),
+    )
+    .await;
+    add_config(
+        &w,
+        config(
+            "stopped cards",
+            CardCondition::Stopped,
+            Intervals {
+                realname_interval_secs: Some(60),
+                carddata_interval_secs: None,
+                package_interval_secs: Some(PACKAGE_SECS as u32),
+                protect_interval_secs: Some(60),
+            },
+        ),
+    )
+    .await;
+    let device = w.device("DEV-154").await;
+    let card = w
+        .card(
+            CardSpec::new(154)
+                .stopped(StopReason::NotRealname)
+                .on(device),
+        )
+        .await;
+    for task in [TaskType::Package, TaskType::Protect] {
+        let key = w.keys.shard_queue(card.shard(16), task);
+        let _: i64 = w.pool.zrem(key, card.to_string()).await.expect("zrem");
+    }
+    w.add_package(w.package(PackageOwner::Device(device), Some(dec!(100)), dec!(150)))
+        .await;
+
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+
+    let c = w.db_card(card).await;
+    assert_eq!(
+        (c.network_status, c.stop_reason),
+        (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
+    );
+    let log = w
+        .stores
+        .cards
+        .state_log(card, domain::store::Page::new(1, 10))
+        .await
+        .expect("log");
+    assert_eq!(log.total, 1);
+    assert_eq!(
+        log.items[0].entry.gateway_outcome,
+        domain::GatewayOutcome::NotCalled
+    );
+    for task in [TaskType::Package, TaskType::Protect] {
+        assert_score(w.score(card, task).await, w.at(0), "added, due now");
+    }
+    assert_eq!(
+        w.score(card, TaskType::Carddata).await,
+        None,
+        "carddata no longer scheduled"
+    );
+    let sim = w.sim.state().card(&iccid(154)).expect("sim card");
+    assert_eq!((sim.stop_calls, sim.start_calls), (0, 0), "no carrier call");
+}
+
 /// A card disabled without the lifecycle hearing of it (a ZADD racing with the disable) is
 /// removed from every queue by its next poll, which asks the carrier nothing.
 #[tokio::test]

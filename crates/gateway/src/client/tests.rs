@@ -232,3 +232,27 @@ async fn the_dispatch_room_is_what_the_budget_lets_start_within_the_horizon() {
     assert_eq!(gw.dispatch_room(Duration::from_millis(300)).await, Some(0));
     drop(sim);
 }
+
+#[test]
+fn command_bound_adds_every_try_and_every_retry_wait() {
+    let config = GatewayConfig::new("http://127.0.0.1:1");
+    // 3 × (2 s rate wait + 5 s timeout) + 2 × max(2 s back-off cap, 5 s Retry-After) = 31 s.
+    assert_eq!(config.command_bound(), Duration::from_secs(31));
+    let short = GatewayConfig {
+        timeout: Duration::from_millis(1000),
+        ..GatewayConfig::new("http://127.0.0.1:1")
+    };
+    assert_eq!(short.command_bound(), Duration::from_secs(19));
+    let once = GatewayConfig {
+        retry: RetryPolicy {
+            attempts: 0,
+            ..RetryPolicy::default()
+        },
+        ..GatewayConfig::new("http://127.0.0.1:1")
+    };
+    assert_eq!(
+        once.command_bound(),
+        Duration::from_secs(7),
+        "at least one try"
+    );
+}

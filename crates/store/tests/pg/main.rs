@@ -6,5 +6,6 @@ mod bulk;
 mod calendar;
 mod cards;
 mod common;
+mod intent;
 mod packages;
 mod schema;
