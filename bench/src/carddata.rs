@@ -14,31 +14,22 @@
 
 use crate::cycle::{WORKER_REDIS_POOL, load_due, scheduler_settings};
 use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool, redis_traffic};
-use crate::probes::{Counting, TimedGateway, mean_ms, sample_waits};
+use crate::probes::{mean_ms, sample_waits};
 use crate::report::{Row, Target, fmt_num};
+use crate::worker::{self, WORKER_DB_POOL};
 use crate::{fleet, rss};
 use anyhow::Context;
 use domain::{Clock, Intervals, SystemClock, TaskType};
 use fred::prelude::ClientLike as _;
-use gateway::{GatewayConfig, HttpGateway};
 use gateway_sim::{Faults, SimCardSpec, SimOptions, SimServer};
-use polling_config::PollingConfigManager;
-use polling_queue::{
-    CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
-    QueueSettings, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
-};
+use polling_queue::Keys;
 use rust_decimal::Decimal;
-use scheduler::Scheduler;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use stop_resume::{StopResumeService, StopResumeSettings};
-use task_handlers::{HandlerDeps, HandlerSettings, Registry, TaskHandler, build_registry};
 use tokio_util::sync::CancellationToken;
 
-/// The worker's default `CMP_DATABASE_MAX_CONNECTIONS`.
-const WORKER_DB_POOL: u32 = 16;
 const WARM_UP: Duration = Duration::from_secs(3);
 const INTERVAL_SECS: u32 = 10;
 
@@ -87,88 +78,14 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     let keys = Keys::new(prefix.clone());
     let redis = redis_pool(&env.redis_url, WORKER_REDIS_POOL).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let queue = PollingQueueManager::new(
-        redis.clone(),
-        keys.clone(),
-        QueueSettings::default(),
-        clock.clone(),
-    );
-    let configs = PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
-    configs.start().await.context("load polling configs")?;
-    let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
-    let http = HttpGateway::new(GatewayConfig::new(sim.url()), Some(Arc::new(limiter)))
-        .context("gateway client")?;
-    let timed = Arc::new(TimedGateway {
-        inner: Arc::new(http),
-        timing: Default::default(),
-    });
-    let gateway: Arc<dyn gateway::CarrierGateway> = timed.clone();
-    let lifecycle = lifecycle::PollingLifecycleService::new(
-        stores.cards.clone(),
-        stores.devices.clone(),
-        queue.clone(),
-        configs.clone(),
-        clock.clone(),
-    );
-    let stop_resume = StopResumeService::new(
-        stores.cards.clone(),
-        stores.packages.clone(),
-        gateway.clone(),
-        ProtectKeys::new(redis.clone(), keys.clone()),
-        CardLock::new(redis.clone(), keys.clone()),
-        clock.clone(),
-        StopResumeSettings {
-            lock_ttl: Duration::from_secs(30),
-            ..StopResumeSettings::default()
-        },
-    )
-    .with_lifecycle(lifecycle.clone());
-    let default_max = settings
-        .pools
-        .0
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(8));
-    let deps = HandlerDeps {
-        cards: stores.cards.clone(),
-        devices: stores.devices.clone(),
-        packages: stores.packages.clone(),
-        gateway,
-        stop_resume,
-        configs,
-        queue: queue.clone(),
-        semaphore: ConcurrencySemaphore::new(
-            redis.clone(),
-            keys.clone(),
-            SemaphoreSettings {
-                default_max,
-                lease: Duration::from_secs(300),
-            },
-            clock.clone(),
-        ),
-        cache: CardCache::new(redis.clone(), keys.clone()),
-        protect: ProtectKeys::new(redis.clone(), keys.clone()),
-        counters: TaskCounters::new(redis.clone(), keys.clone(), clock.clone()),
-        lifecycle,
-        clock: clock.clone(),
-        settings: HandlerSettings::default(),
-    };
-    let real = build_registry(&deps);
-    let carddata = real
-        .get(TaskType::Carddata)
-        .cloned()
-        .context("no carddata handler in the registry")?;
-    let counting = Arc::new(Counting::new(carddata));
-    let mut handlers: Vec<Arc<dyn TaskHandler>> = real
-        .task_types()
-        .filter_map(|t| real.get(t).cloned())
-        .collect();
-    handlers.push(counting.clone());
-    let scheduler = Scheduler::new(
-        queue.clone(),
-        Registry::new(handlers),
-        SingletonLease::new(redis.clone(), keys.clone()),
-        clock,
-        settings.clone(),
-    );
+    let worker::Worker {
+        queue,
+        counting,
+        gateway: timed,
+        scheduler,
+        ..
+    } = worker::wire(&stores, &redis, &keys, sim.url(), clock, settings.clone()).await?;
+    let counting = counting[TaskType::Carddata.index()].clone();
     load_due(&queue, cards).await?;
 
     let shutdown = CancellationToken::new();
@@ -328,7 +245,7 @@ async fn commits(db: &DatabaseConnection) -> anyhow::Result<u64> {
 }
 
 /// `(busy, total)` jiffies of the whole machine (/proc/stat): everyone's work, not only ours.
-fn machine_busy() -> (f64, f64) {
+pub(crate) fn machine_busy() -> (f64, f64) {
     let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
         return (0.0, 0.0);
     };

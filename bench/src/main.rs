@@ -6,8 +6,10 @@
 //! `CMP_BENCH_DATABASE_URL`, dropped at the end unless `--keep`) and the Redis key prefix
 //! `bench:` on `CMP_BENCH_REDIS_URL`, cleaned before and after. It never touches other keys.
 
+mod capacity;
 mod carddata;
 mod cluster;
+mod cpu;
 mod cycle;
 mod dequeue;
 mod env;
@@ -16,6 +18,7 @@ mod initializer;
 mod probes;
 mod report;
 mod rss;
+mod worker;
 
 use anyhow::Context;
 use clap::Parser;
@@ -39,9 +42,16 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these scenarios: initializer (with Redis memory), dequeue, cycle (with worker RSS),
-    /// carddata. Repeat or separate with commas.
+    /// carddata, fleet (fleet capacity). Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     only: Vec<Scenario>,
+    /// Fleet size of the fleet-capacity scenario's first trial (default 300,000; 30,000 with
+    /// --quick); later trials are sized from what it measured.
+    #[arg(long)]
+    fleet_start: Option<u64>,
+    /// Measured window of each fleet-capacity trial (default 60; 20 with --quick).
+    #[arg(long)]
+    fleet_secs: Option<u64>,
     /// Handler pool of the carddata scenario (default: the worker's default, 256).
     #[arg(long, default_value_t = 256)]
     carddata_pool: usize,
@@ -61,6 +71,7 @@ enum Scenario {
     Dequeue,
     Cycle,
     Carddata,
+    Fleet,
 }
 
 /// The sizes of one run (written to the report).
@@ -75,6 +86,8 @@ struct Sizes {
     carddata_secs: u64,
     carddata_pool: usize,
     reference_update_secs: u64,
+    fleet_start: u64,
+    fleet_secs: u64,
     scenarios: Vec<Scenario>,
 }
 
@@ -87,6 +100,7 @@ impl Sizes {
                 Scenario::Carddata,
                 Scenario::Initializer,
                 Scenario::Dequeue,
+                Scenario::Fleet,
             ]
         } else {
             args.only.clone()
@@ -101,6 +115,8 @@ impl Sizes {
             carddata_secs: args.carddata_secs.unwrap_or(if q { 15 } else { 60 }),
             carddata_pool: args.carddata_pool.max(1),
             reference_update_secs: if q { 5 } else { 10 },
+            fleet_start: args.fleet_start.unwrap_or(if q { 30_000 } else { 300_000 }),
+            fleet_secs: args.fleet_secs.unwrap_or(if q { 20 } else { 60 }).max(1),
             scenarios,
         }
     }
@@ -194,6 +210,9 @@ async fn run(env: &env::BenchEnv, scenario: Scenario, s: &Sizes) -> anyhow::Resu
         Scenario::Dequeue => dequeue::run(env, s.dequeue_members, s.dequeue_rounds).await,
         Scenario::Cycle => cycle::run(env, s.cards, Duration::from_secs(s.cycle_window_secs)).await,
         Scenario::Carddata => carddata::run(env, s).await,
+        Scenario::Fleet => {
+            capacity::run(env, s.fleet_start, Duration::from_secs(s.fleet_secs)).await
+        }
     }
 }
 

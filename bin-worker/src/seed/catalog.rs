@@ -1,7 +1,7 @@
 //! The products and the default polling configs a seeded fleet starts with.
 
 use domain::store::{PackageStore, PollingConfigStore};
-use domain::{CardCategory, CardCondition, Intervals, NewPackage, PollingConfigInput, ResetCycle};
+use domain::{NewPackage, ResetCycle};
 use rust_decimal::Decimal;
 
 pub(super) struct Products {
@@ -52,65 +52,8 @@ pub(super) async fn seed_configs(
         tracing::info!("polling configs exist; left as they are");
         return Ok(());
     }
-    // Seconds between polls: realname, carddata, package, protect (`None`: not scheduled).
-    // The demo profile polls more often, sized so that one worker node on a laptop keeps up
-    // with 100,000 cards (about 500 polls a second in all).
-    let [industry, not_realnamed, stopped, default] = if demo {
-        [
-            [None, Some(600), Some(1_800), Some(1_800)],
-            [Some(300), Some(1_800), Some(1_800), None],
-            [Some(1_800), Some(600), Some(120), Some(1_800)],
-            [Some(3_600), Some(300), Some(1_800), Some(1_800)],
-        ]
-    } else {
-        [
-            [None, Some(600), Some(3_600), Some(3_600)],
-            [Some(120), Some(1_800), Some(3_600), None],
-            [Some(3_600), Some(600), Some(300), Some(1_800)],
-            [Some(3_600), Some(300), Some(1_800), Some(1_800)],
-        ]
-    };
-    let defs = [
-        (
-            "industry cards",
-            10,
-            None,
-            Some(CardCategory::Industry),
-            industry,
-        ),
-        (
-            "not real-named",
-            20,
-            Some(CardCondition::NotRealname),
-            None,
-            not_realnamed,
-        ),
-        (
-            "stopped cards",
-            30,
-            Some(CardCondition::Stopped),
-            None,
-            stopped,
-        ),
-        ("default", 100, None, None, default),
-    ];
-    for (name, priority, card_condition, card_category, iv) in defs {
-        configs
-            .insert(&PollingConfigInput {
-                name: name.to_owned(),
-                priority,
-                enabled: true,
-                card_condition,
-                card_category,
-                carrier_id: None,
-                intervals: Intervals {
-                    realname_interval_secs: iv[0],
-                    carddata_interval_secs: iv[1],
-                    package_interval_secs: iv[2],
-                    protect_interval_secs: iv[3],
-                },
-            })
-            .await?;
+    for config in polling_config::default_configs(demo) {
+        configs.insert(&config).await?;
     }
     Ok(())
 }

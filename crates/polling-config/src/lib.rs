@@ -8,11 +8,13 @@
 //! `tb_polling_config` (the admin API does, through the store), must not spell a Redis key (the
 //! names come from `polling-queue`'s [`polling_queue::Keys`]) and must not touch the queues.
 
+mod defaults;
 mod error;
 mod manager;
 mod matched;
 mod refresher;
 
+pub use defaults::default_configs;
 pub use error::ConfigError;
 pub use manager::PollingConfigManager;
 pub use matched::{ConfigSnapshot, MatchedConfig};

@@ -2,12 +2,13 @@
 //! `polling:init:progress` hash. The initializer decides what to write (matching, first
 //! scores, the meaning of the progress fields); this module is the only writer of the keys.
 //!
-//! Bulk entries are built without a per-card `String`: members and scores are
-//! `Value::Integer`, which the protocol encoder writes as decimal bulk strings directly, and the
-//! key of a (shard, type) is rendered once per writer and shared by reference count. The
-//! commands go out as pipelines, several in flight over the pool's connections.
+//! Bulk entries are kept as (score, card) integer pairs per queue key (16 bytes a member). On a
+//! single Redis server they go out as pre-encoded RESP on a connection of their own
+//! (`bulk_resp`, the way `redis-cli --pipe` loads a file); on a Redis Cluster or behind
+//! Sentinel as fred pipelines of `ZADD NX` (members and scores as `Value::Integer`, the key of
+//! a (shard, type) rendered once per writer), several in flight over the pool's connections.
 
-use crate::{Keys, QueueError, RedisKey};
+use crate::{Keys, QueueError, RedisKey, bulk_resp};
 use domain::{CardId, TaskType};
 use fred::clients::{Pipeline, Pool};
 use fred::prelude::*;
@@ -23,6 +24,8 @@ pub struct InitWriter {
     progress_key: String,
     /// `[shard][task]` -> the rendered key as a shared value.
     shard_keys: Arc<Vec<[Value; 4]>>,
+    /// The single server to stream pre-encoded commands to (`None`: a cluster, Sentinel).
+    direct: Option<bulk_resp::Target>,
 }
 
 /// The `ZADD key NX score id ...` commands of one page of cards, at most `members_per_command`
@@ -31,40 +34,54 @@ pub struct InitWriter {
 pub struct FirstEntries {
     shard_keys: Arc<Vec<[Value; 4]>>,
     members_per_command: usize,
-    open: Vec<[Vec<Value>; 4]>,
-    done: Vec<Vec<Value>>,
+    /// `[shard * 4 + task]` -> the (score, card) pairs of that queue, in the order added.
+    pairs: Vec<Vec<(i64, i64)>>,
 }
 
 impl FirstEntries {
     /// Queues `card` for `task` at `score` (unix seconds) unless it is already queued.
     pub fn add(&mut self, card: CardId, task: TaskType, score: i64) {
         let shard = card.shard(self.shard_keys.len() as u32) as usize;
-        let (Some(open), Some(keys)) = (self.open.get_mut(shard), self.shard_keys.get(shard))
-        else {
-            return;
-        };
-        let cmd = &mut open[task.index()];
-        if cmd.is_empty() {
-            cmd.reserve_exact(2 + 2 * self.members_per_command);
-            cmd.push(keys[task.index()].clone());
-            cmd.push(Value::from_static_str("NX"));
-        }
-        cmd.push(Value::Integer(score));
-        cmd.push(Value::Integer(card.get()));
-        if cmd.len() == 2 + 2 * self.members_per_command {
-            self.done.push(std::mem::take(cmd));
+        if let Some(queue) = self.pairs.get_mut(shard * 4 + task.index()) {
+            queue.push((score, card.get()));
         }
     }
 
     /// The commands built so far.
     pub fn commands(&self) -> usize {
-        self.done.len() + self.open.iter().flatten().filter(|c| !c.is_empty()).count()
+        self.pairs
+            .iter()
+            .map(|p| p.len().div_ceil(self.members_per_command))
+            .sum()
     }
 
+    /// `(queue key, pairs)` of each command, queue by queue.
+    fn chunks(&self) -> impl Iterator<Item = (&Value, &[(i64, i64)])> + '_ {
+        self.pairs
+            .iter()
+            .enumerate()
+            .flat_map(move |(queue, pairs)| {
+                let key = &self.shard_keys[queue / 4][queue % 4];
+                pairs
+                    .chunks(self.members_per_command)
+                    .map(move |chunk| (key, chunk))
+            })
+    }
+
+    /// The commands as fred arguments.
     fn into_commands(self) -> Vec<Vec<Value>> {
-        let mut done = self.done;
-        done.extend(self.open.into_iter().flatten().filter(|c| !c.is_empty()));
-        done
+        self.chunks()
+            .map(|(key, chunk)| {
+                let mut args = Vec::with_capacity(2 + 2 * chunk.len());
+                args.push(key.clone());
+                args.push(Value::from_static_str("NX"));
+                for (score, card) in chunk {
+                    args.push(Value::Integer(*score));
+                    args.push(Value::Integer(*card));
+                }
+                args
+            })
+            .collect()
     }
 }
 
@@ -73,10 +90,12 @@ impl InitWriter {
         let shard_keys = (0..shard_count.max(1))
             .map(|shard| TaskType::ALL.map(|t| Value::from(keys.shard_queue(shard, t))))
             .collect();
+        let direct = bulk_resp::Target::of(&pool.next().client_config());
         InitWriter {
             pool,
             progress_key: keys.render(&RedisKey::InitProgress),
             shard_keys: Arc::new(shard_keys),
+            direct,
         }
     }
 
@@ -85,22 +104,29 @@ impl InitWriter {
         FirstEntries {
             shard_keys: self.shard_keys.clone(),
             members_per_command: members_per_command.max(1),
-            open: (0..self.shard_keys.len())
-                .map(|_| Default::default())
-                .collect(),
-            done: Vec::new(),
+            pairs: vec![Vec::new(); 4 * self.shard_keys.len()],
         }
     }
 
-    /// Sends the entries as pipelines of `per_pipeline` commands, `in_flight` pipelines at a
-    /// time over the pool's connections. Returns how many members were new (not already
-    /// queued).
+    /// Sends the entries: on a single Redis server streamed over one connection of their own;
+    /// otherwise as pipelines of `per_pipeline` commands, `in_flight` pipelines at a time over
+    /// the pool's connections. Returns how many members were new (not already queued).
     pub async fn add_first_entries(
         &self,
         entries: FirstEntries,
         per_pipeline: usize,
         in_flight: usize,
     ) -> Result<u64, QueueError> {
+        if let Some(target) = &self.direct {
+            let commands: Vec<bulk_resp::Command<'_>> = entries
+                .chunks()
+                .map(|(key, pairs)| bulk_resp::Command {
+                    key: key.as_bytes().unwrap_or_default(),
+                    pairs,
+                })
+                .collect();
+            return Ok(bulk_resp::zadd_nx(target, &commands).await?);
+        }
         let mut commands = entries.into_commands().into_iter().peekable();
         let mut pipelines = Vec::new();
         while commands.peek().is_some() {

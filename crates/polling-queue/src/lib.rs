@@ -16,6 +16,7 @@
 //! unchanged on Redis Cluster (see [`keys`], "On Redis Cluster").
 
 mod align;
+mod bulk_resp;
 mod cache;
 mod card_lock;
 mod check;

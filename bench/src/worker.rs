@@ -1,0 +1,141 @@
+//! The worker as `cmp-worker run` wires it (bin-worker's components.rs and worker.rs), for the
+//! scenarios that poll end to end: the real stores on a pool of the worker's default size,
+//! `StopResumeService`, `HttpGateway` (with the Redis rate limiter, unlimited) against a
+//! gateway-sim, the four real handlers from `build_registry` (each wrapped in a [`Counting`]
+//! probe) and the real `Scheduler`.
+
+use crate::probes::{Counting, TimedGateway};
+use anyhow::Context;
+use domain::{Clock, TaskType};
+use fred::prelude::Pool;
+use gateway::{GatewayConfig, HttpGateway};
+use polling_config::PollingConfigManager;
+use polling_queue::{
+    CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
+    QueueSettings, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
+};
+use scheduler::{Scheduler, SchedulerSettings};
+use std::sync::Arc;
+use std::time::Duration;
+use stop_resume::{StopResumeService, StopResumeSettings};
+use task_handlers::{HandlerDeps, HandlerSettings, Registry, TaskHandler, build_registry};
+
+/// The worker's default `CMP_DATABASE_MAX_CONNECTIONS`.
+pub(crate) const WORKER_DB_POOL: u32 = 16;
+
+/// One wired worker node.
+pub(crate) struct Worker {
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) configs: PollingConfigManager,
+    /// The four real handlers, counted, by task index.
+    pub(crate) counting: [Arc<Counting>; 4],
+    /// The gateway client, timed.
+    pub(crate) gateway: Arc<TimedGateway>,
+    pub(crate) scheduler: Scheduler,
+}
+
+/// Wires a worker node over `stores` and `redis` (keys under `keys`), polling the gateway at
+/// `gateway_url`, with the scheduler `settings`.
+pub(crate) async fn wire(
+    stores: &store::Stores,
+    redis: &Pool,
+    keys: &Keys,
+    gateway_url: String,
+    clock: Arc<dyn Clock>,
+    settings: SchedulerSettings,
+) -> anyhow::Result<Worker> {
+    let queue = PollingQueueManager::new(
+        redis.clone(),
+        keys.clone(),
+        QueueSettings::default(),
+        clock.clone(),
+    );
+    let configs = PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
+    configs.start().await.context("load polling configs")?;
+    let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
+    let http = HttpGateway::new(GatewayConfig::new(gateway_url), Some(Arc::new(limiter)))
+        .context("gateway client")?;
+    let timed = Arc::new(TimedGateway {
+        inner: Arc::new(http),
+        timing: Default::default(),
+    });
+    let gateway: Arc<dyn gateway::CarrierGateway> = timed.clone();
+    let lifecycle = lifecycle::PollingLifecycleService::new(
+        stores.cards.clone(),
+        stores.devices.clone(),
+        queue.clone(),
+        configs.clone(),
+        clock.clone(),
+    );
+    let stop_resume = StopResumeService::new(
+        stores.cards.clone(),
+        stores.packages.clone(),
+        gateway.clone(),
+        ProtectKeys::new(redis.clone(), keys.clone()),
+        CardLock::new(redis.clone(), keys.clone()),
+        clock.clone(),
+        StopResumeSettings {
+            lock_ttl: Duration::from_secs(30),
+            ..StopResumeSettings::default()
+        },
+    )
+    .with_lifecycle(lifecycle.clone());
+    let default_max = settings
+        .pools
+        .0
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(8));
+    let deps = HandlerDeps {
+        cards: stores.cards.clone(),
+        devices: stores.devices.clone(),
+        packages: stores.packages.clone(),
+        gateway,
+        stop_resume,
+        configs: configs.clone(),
+        queue: queue.clone(),
+        semaphore: ConcurrencySemaphore::new(
+            redis.clone(),
+            keys.clone(),
+            SemaphoreSettings {
+                default_max,
+                lease: Duration::from_secs(300),
+            },
+            clock.clone(),
+        ),
+        cache: CardCache::new(redis.clone(), keys.clone()),
+        protect: ProtectKeys::new(redis.clone(), keys.clone()),
+        counters: TaskCounters::new(redis.clone(), keys.clone(), clock.clone()),
+        lifecycle,
+        clock: clock.clone(),
+        settings: HandlerSettings::default(),
+    };
+    let real = build_registry(&deps);
+    let mut counting = Vec::with_capacity(4);
+    for task in TaskType::ALL {
+        let handler = real
+            .get(task)
+            .cloned()
+            .with_context(|| format!("no {task} handler in the registry"))?;
+        counting.push(Arc::new(Counting::new(handler)));
+    }
+    let counting: [Arc<Counting>; 4] = counting
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("four task types"))?;
+    let handlers: Vec<Arc<dyn TaskHandler>> = counting
+        .iter()
+        .map(|c| c.clone() as Arc<dyn TaskHandler>)
+        .collect();
+    let scheduler = Scheduler::new(
+        queue.clone(),
+        Registry::new(handlers),
+        SingletonLease::new(redis.clone(), keys.clone()),
+        clock,
+        settings,
+    );
+    Ok(Worker {
+        queue,
+        configs,
+        counting,
+        gateway: timed,
+        scheduler,
+    })
+}
