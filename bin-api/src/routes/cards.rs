@@ -223,8 +223,12 @@ async fn explain(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct UsageQuery {
-    /// `YYYY-MM` of the deployment's calendar (`CMP_TIMEZONE`); default: the current month.
-    #[param(example = "2026-12", pattern = "^[0-9]{4}-(0[1-9]|1[0-2])$")]
+    /// `YYYY-MM` of the deployment's calendar (`CMP_TIMEZONE`), 1970-01 to 9998-12; default: the
+    /// current month.
+    #[param(
+        example = "2026-12",
+        pattern = "^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-(0[1-9]|1[0-2])$"
+    )]
     month: Option<String>,
 }
 

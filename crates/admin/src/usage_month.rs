@@ -40,14 +40,26 @@ fn day_start(tz: Tz, day: NaiveDate) -> Option<DateTime<Utc>> {
     })
 }
 
+/// Years a month may name: no usage is older than 1970, and the month after 9998-12 still has
+/// a four-digit year, so both bounds of the answer are RFC 3339 date-times.
+const YEARS: std::ops::RangeInclusive<i32> = 1970..=9998;
+
 /// The first days of `YYYY-MM` and of the month after it.
 pub(crate) fn parse_month(month: &str) -> Result<(NaiveDate, NaiveDate), AdminError> {
-    let bad = || AdminError::invalid("/month", "must be a month `YYYY-MM`");
+    let bad = || {
+        AdminError::invalid(
+            "/month",
+            "must be a month `YYYY-MM` from 1970-01 to 9998-12",
+        )
+    };
     let (y, m) = month.split_once('-').ok_or_else(bad)?;
     if y.len() != 4 || m.len() != 2 {
         return Err(bad());
     }
     let year: i32 = y.parse().map_err(|_| bad())?;
+    if !YEARS.contains(&year) {
+        return Err(bad());
+    }
     let mon: u32 = m.parse().map_err(|_| bad())?;
     let first = NaiveDate::from_ymd_opt(year, mon, 1).ok_or_else(bad)?;
     let next = if mon == 12 {
@@ -107,8 +119,11 @@ mod tests {
         let d = |y, m| NaiveDate::from_ymd_opt(y, m, 1).unwrap();
         assert_eq!(parse_month("2026-12").unwrap(), (d(2026, 12), d(2027, 1)));
         assert_eq!(parse_month("2026-02").unwrap(), (d(2026, 2), d(2026, 3)));
+        assert_eq!(parse_month("1970-01").unwrap(), (d(1970, 1), d(1970, 2)));
+        assert_eq!(parse_month("9998-12").unwrap(), (d(9998, 12), d(9999, 1)));
         for bad in [
-            "2026-13", "2026-1", "26-01", "2026/01", "", "2026-00", "x-01", "2026-1x",
+            "2026-13", "2026-1", "26-01", "2026/01", "", "2026-00", "x-01", "2026-1x", "0000-01",
+            "1969-12", "9999-12", "+202-01",
         ] {
             assert!(parse_month(bad).is_err(), "{bad}");
         }
