@@ -274,15 +274,19 @@ def s4_carrier(ctx, ci, quota):
         # quota within 4 carddata intervals + 10 s; under one within the bound
         # docs/decisions.md states ("A carrier quota below demand"), computed on this fleet.
         before = usage_queries(w.sim_cards())
-        bound = quota_bound(w, quota, f) if quota else None
-        settle = max(4 * w.interval + 10, bound or 0)
+        shape = quota_shape(w, quota, f) if quota else None
+        settle = max(4 * w.interval + 10, shape["bound_s"] if shape else 0)
         f["settle_s"] = settle
         t_settle, req_settle = time.monotonic(), w.sim_stats()["requests"]
-        try:
-            wait_until("every card polled after the faults",
-                       lambda: not not_polled_since(w, before), settle, every=2)
-        except RuntimeError:
-            pass
+
+        def all_polled_within(secs):
+            try:
+                wait_until("every card polled after the faults",
+                           lambda: not not_polled_since(w, before), secs, every=2)
+            except RuntimeError:
+                pass
+
+        all_polled_within(settle)
         took = time.monotonic() - t_settle
         f["all_polled_after_s"] = round(took, 1)
         if quota:
@@ -294,15 +298,10 @@ def s4_carrier(ctx, ci, quota):
             if rate < 0.9 * f["quota_rate_per_s"] and took >= settle:
                 # At most three times the quota's bound: a pace below a third of the quota
                 # is a fault of its own, not load.
-                slow = min(quota_bound(w, quota, {}, rate=rate), 3 * settle)
+                slow = min(bound_at(w, shape, rate), 3 * settle)
                 f["settle_bound_at_pace_s"] = slow
-                remaining = slow - took
-                if remaining > 0:
-                    try:
-                        wait_until("every card polled at the pace reached",
-                                   lambda: not not_polled_since(w, before), remaining, every=2)
-                    except RuntimeError:
-                        pass
+                if slow > took:
+                    all_polled_within(slow - took)
                 settle = slow
         sims = finish(w, f)
         late = not_polled_since(w, before, sims)
@@ -317,31 +316,38 @@ def s4_carrier(ctx, ci, quota):
         w.close()
 
 
-def quota_bound(w, quota, f, rate=None):
-    """The longest a carddata poll waits under the quota, in seconds: `interval x max(1, D / R)
-    x (largest shard / mean shard)`, plus a retry interval and 10 s (docs/decisions.md, "A
-    carrier quota below demand"). D: carddata polls wanted per second (its queue entries over its
-    interval); R: carddata's share of the calls the budget lets through, at least the total over
-    the types that query the carrier (realname, carddata, package: protect makes no query); the
-    total is the per-carrier quota over the busiest carrier's share of the cards, since the most
-    booked carrier paces the dequeue of all. `rate` replaces that total by a measured pace."""
+def quota_shape(w, quota, f):
+    """What the quota's bound depends on, read once from the fleet: the carddata queue sizes and
+    the busiest carrier's share of the cards (the most booked carrier paces the dequeue of all,
+    so the calls let through are the per-carrier quota over that share). Records the figures in
+    `f`, the bound at the quota's rate among them."""
     sizes = [int(w.ctx.redis.cmd("ZCARD", k)) for k in w.ctx.redis.cmd("KEYS", "polling:shard:*:queue:carddata")]
-    entries = sum(sizes)
     carriers = w.ctx.pg.sql(w.db, "SELECT count(*) FROM tb_iot_card WHERE deleted_at IS NULL "
                                   "AND enable_polling GROUP BY carrier_id")
     counts = [int(r[0]) for r in carriers] or [1]
     busiest = max(counts) / sum(counts)
-    total = rate if rate is not None else quota / busiest
-    share = total / 3
-    wanted = entries / w.interval
-    imbalance = max(sizes) / (entries / len(sizes)) if entries else 1.0
+    entries = sum(sizes)
+    shape = {"entries": entries,
+             "imbalance": max(sizes) / (entries / len(sizes)) if entries else 1.0}
+    total = quota / busiest
+    shape["bound_s"] = bound_at(w, shape, total)
+    f.update({"quota_rate_per_s": round(total, 1),
+              "carddata_wanted_per_s": round(entries / w.interval, 1),
+              "carddata_share_per_s": round(total / 3, 1),
+              "shard_imbalance": round(shape["imbalance"], 2),
+              "busiest_carrier_share": round(busiest, 2), "quota_bound_s": shape["bound_s"]})
+    return shape
+
+
+def bound_at(w, shape, total):
+    """The longest a carddata poll waits when `total` calls a second go through, in seconds:
+    `interval x max(1, D / R) x (largest shard / mean shard)`, plus a retry interval and 10 s
+    (docs/decisions.md, "A carrier quota below demand"). D: carddata polls wanted per second
+    (its queue entries over its interval); R: carddata's share, at least the total over the
+    types that query the carrier (realname, carddata, package: protect makes no query)."""
+    wanted, share = shape["entries"] / w.interval, total / 3
     retry = max(2, w.interval // 2)
-    bound = int(w.interval * max(1.0, wanted / share) * imbalance + retry + 10) + 1
-    if rate is None:
-        f.update({"quota_rate_per_s": round(total, 1), "carddata_wanted_per_s": round(wanted, 1),
-                  "carddata_share_per_s": round(share, 1), "shard_imbalance": round(imbalance, 2),
-                  "busiest_carrier_share": round(busiest, 2), "quota_bound_s": bound})
-    return bound
+    return int(w.interval * max(1.0, wanted / share) * shape["imbalance"] + retry + 10) + 1
 
 
 def s5_skew(ctx, ci):
