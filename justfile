@@ -89,8 +89,9 @@ api-fuzz:
 
 # Real cmp-worker, cmp-api and gateway-sim against a private PostgreSQL cluster and Redis server
 # (ports 27000-27999), one fault per scenario (SIGKILL, Redis lost, PostgreSQL restart, carrier
-# faults with and without a quota, clock skew, API load). Options: --only s1,s4, --release,
-# --cards N, --fuzz-secs S (cargo-fuzz targets), --strict (known gaps fail too).
+# faults with and without a quota, clock skew, API load), then each cargo-fuzz target for 60 s.
+# Options: --only s1,s4, --release, --cards N, --fuzz-secs S (0: no fuzzing; --only and --ci
+# fuzz only when given it), --strict (known gaps fail too).
 # The fault suite: a table and target/chaos/report.json; `just chaos --ci` is the short version CI runs.
 chaos *args:
     python3 scripts/chaos {{args}}

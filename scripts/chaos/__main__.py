@@ -1,7 +1,8 @@
 """`just chaos`: the fault suite. Real cmp-worker, cmp-api and gateway-sim processes against a
 private PostgreSQL cluster and a private Redis server (ports 27000-27999), one fault per
 scenario, the figures taken afterwards; a table on standard output and JSON under
-target/chaos/. `--ci` is the short version `.ci/run` runs. Exit 1 when a scenario fails.
+target/chaos/. `--ci` is the short version `.ci/run` runs. The full run (no --ci, no --only)
+also runs each cargo-fuzz target of fuzz/ for 60 s. Exit 1 when a scenario fails.
 
     python3 scripts/chaos [--ci] [--only s1,s4] [--release] [--cards N] [--fuzz-secs S]
     python3 scripts/chaos --only soak --soak-mins 30 --soak-cards 20000
@@ -154,9 +155,12 @@ def main():
     ap.add_argument("--soak-mins", type=int, default=30)
     ap.add_argument("--soak-cards", type=int, default=20000)
     ap.add_argument("--soak-interval", type=int, default=60, help="carddata interval of the soak")
-    ap.add_argument("--fuzz-secs", type=int, default=0, help="run the cargo-fuzz targets this long each")
+    ap.add_argument("--fuzz-secs", type=int, default=None,
+                    help="run each cargo-fuzz target this long (default 60; 0 with --ci)")
     ap.add_argument("--keep-logs", action="store_true")
     args = ap.parse_args()
+    if args.fuzz_secs is None:
+        args.fuzz_secs = 0 if args.ci or args.only else 60
     only = [s for s in args.only.split(",") if s] or DEFAULT
     for s in only:
         if s not in SCENARIOS:

@@ -134,6 +134,10 @@ impl Checks {
         }
     }
 
+    pub(crate) fn into_errors(self) -> Vec<FieldError> {
+        self.0
+    }
+
     pub(crate) fn finish(self) -> Result<(), AdminError> {
         if self.0.is_empty() {
             Ok(())

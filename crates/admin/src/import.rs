@@ -5,8 +5,8 @@
 
 use crate::cards::CardBody;
 use crate::error::{Checks, StoreResultExt};
-use crate::{Admin, AdminError};
-use domain::{CardId, DeviceId};
+use crate::{Admin, AdminError, FieldError};
+use domain::{CardId, DeviceId, NewCard};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use utoipa::ToSchema;
@@ -34,10 +34,11 @@ pub struct ImportReport {
     pub enqueued: usize,
 }
 
-impl Admin {
-    pub async fn import_cards(&self, body: &ImportBody) -> Result<ImportReport, AdminError> {
-        let started = std::time::Instant::now();
-        let rows = &body.cards;
+impl ImportBody {
+    /// The checks that need no I/O: the row count, every row's fields, and ICCIDs repeated
+    /// within the body. The cards as they would be written, and what is wrong so far.
+    fn check_rows(&self) -> Result<(Vec<NewCard>, Checks), AdminError> {
+        let rows = &self.cards;
         if rows.is_empty() || rows.len() > MAX_IMPORT {
             return Err(AdminError::invalid(
                 "/cards",
@@ -45,12 +46,12 @@ impl Admin {
             ));
         }
         let mut checks = Checks::default();
-        let mut new = Vec::with_capacity(rows.len());
+        let new: Vec<NewCard> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| row.check(&format!("/cards/{i}"), &mut checks))
+            .collect();
         let mut first_row: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            let card = row.check(&format!("/cards/{i}"), &mut checks);
-            new.push(card);
-        }
         for (i, card) in new.iter().enumerate() {
             if let Some(first) = first_row.insert(card.iccid.as_str(), i) {
                 checks.fail(
@@ -60,6 +61,25 @@ impl Admin {
                 first_row.insert(card.iccid.as_str(), first);
             }
         }
+        Ok((new, checks))
+    }
+
+    /// What is wrong with the body before the database is asked (ICCIDs taken by live cards
+    /// and devices that do not exist are found only by [`Admin::import_cards`]); empty when
+    /// nothing is. For the fuzz target over imported bodies, and for tests.
+    pub fn problems(&self) -> Vec<FieldError> {
+        match self.check_rows() {
+            Ok((_, checks)) => checks.into_errors(),
+            Err(AdminError::Invalid(errors)) => errors,
+            Err(other) => vec![FieldError::new("/cards", other.to_string())],
+        }
+    }
+}
+
+impl Admin {
+    pub async fn import_cards(&self, body: &ImportBody) -> Result<ImportReport, AdminError> {
+        let started = std::time::Instant::now();
+        let (new, mut checks) = body.check_rows()?;
         let iccids: Vec<String> = new.iter().map(|c| c.iccid.clone()).collect();
         let taken: HashSet<String> = self
             .stores
@@ -118,5 +138,42 @@ impl Admin {
             enqueued: outcome.enqueued,
             ids,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(rows: serde_json::Value) -> ImportBody {
+        serde_json::from_value(serde_json::json!({ "cards": rows })).expect("an import body")
+    }
+
+    #[test]
+    fn problems_point_at_rows_and_repeated_iccids_before_any_io() {
+        let clean = body(serde_json::json!([
+            {"iccid": "89860000000000000501", "carrier_id": 1},
+            {"iccid": "89860000000000000502", "carrier_id": 1, "msisdn": "+8613800000502"},
+        ]));
+        assert_eq!(clean.problems(), vec![]);
+
+        let bad = body(serde_json::json!([
+            {"iccid": "89860000000000000501", "carrier_id": 1},
+            {"iccid": " 89860000000000000501 ", "carrier_id": 0, "msisdn": "12a"},
+            {"iccid": "12", "carrier_id": 1, "device_id": -3},
+        ]));
+        let pointers: Vec<String> = bad.problems().into_iter().map(|p| p.pointer).collect();
+        assert_eq!(
+            pointers,
+            [
+                "/cards/1/msisdn",
+                "/cards/1/carrier_id",
+                "/cards/2/iccid",
+                "/cards/2/device_id",
+                "/cards/1/iccid",
+            ]
+        );
+
+        assert_eq!(body(serde_json::json!([])).problems()[0].pointer, "/cards");
     }
 }
