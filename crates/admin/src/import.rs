@@ -37,10 +37,11 @@ pub struct ImportReport {
 impl ImportBody {
     /// The checks that need no I/O: the row count, every row's fields, and ICCIDs repeated
     /// within the body. The cards as they would be written, and what is wrong so far.
-    fn check_rows(&self) -> Result<(Vec<NewCard>, Checks), AdminError> {
+    /// A body of no rows or too many is refused before its rows are read.
+    fn check_rows(&self) -> Result<(Vec<NewCard>, Checks), FieldError> {
         let rows = &self.cards;
         if rows.is_empty() || rows.len() > MAX_IMPORT {
-            return Err(AdminError::invalid(
+            return Err(FieldError::new(
                 "/cards",
                 format!("must hold 1 to {MAX_IMPORT} cards"),
             ));
@@ -70,8 +71,7 @@ impl ImportBody {
     pub fn problems(&self) -> Vec<FieldError> {
         match self.check_rows() {
             Ok((_, checks)) => checks.into_errors(),
-            Err(AdminError::Invalid(errors)) => errors,
-            Err(other) => vec![FieldError::new("/cards", other.to_string())],
+            Err(size) => vec![size],
         }
     }
 }
@@ -79,7 +79,9 @@ impl ImportBody {
 impl Admin {
     pub async fn import_cards(&self, body: &ImportBody) -> Result<ImportReport, AdminError> {
         let started = std::time::Instant::now();
-        let (new, mut checks) = body.check_rows()?;
+        let (new, mut checks) = body
+            .check_rows()
+            .map_err(|size| AdminError::Invalid(vec![size]))?;
         let iccids: Vec<String> = new.iter().map(|c| c.iccid.clone()).collect();
         let taken: HashSet<String> = self
             .stores
