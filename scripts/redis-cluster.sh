@@ -3,6 +3,7 @@
 # --cluster-enabled yes, no persistence, in a temp dir of its own.
 #
 #   scripts/redis-cluster.sh start [--replicas N] PORT...   start, create, wait for cluster_state:ok
+#                                                           (and, with replicas, for each to be in sync)
 #   scripts/redis-cluster.sh stop PORT...                   SHUTDOWN NOSAVE each node, remove its dir
 #   scripts/redis-cluster.sh status PORT...                 exit 0 when every port answers cluster_state:ok
 #   scripts/redis-cluster.sh url PORT...                    the fred URL: redis-cluster://h:p?node=h:p&...
@@ -26,6 +27,16 @@ healthy() { # port -> 0 when the node reports cluster_state:ok
 
 all_healthy() {
     for p in "$@"; do healthy "$p" || return 1; done
+}
+
+synced() { # port -> 0 when the node is a replica or a master whose replicas are all online
+    local info; info=$(redis-cli -h "$host" -p "$1" info replication 2>/dev/null | tr -d '\r')
+    grep -qx 'role:slave' <<<"$info" && return 0
+    ! grep -E '^slave[0-9]+:' <<<"$info" | grep -qv 'state=online'
+}
+
+all_synced() {
+    for p in "$@"; do synced "$p" || return 1; done
 }
 
 url() {
@@ -59,6 +70,7 @@ start() {
             --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
             --cluster-node-timeout "${CMP_CLUSTER_NODE_TIMEOUT_MS:-2000}" \
             --cluster-replica-validity-factor 0 \
+            --repl-diskless-sync-delay 0 \
             --save "" --appendonly no --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
     done
     for p in "$@"; do
@@ -73,14 +85,17 @@ start() {
         cat "$base/create-$1.log" >&2
         exit 1
     }
+    # A replica attached but not yet synced holds nothing: killed then, its master's slots
+    # would fail over to an empty node (validity factor 0 lets any replica take over). Wait
+    # for the initial sync (immediate: no diskless-sync delay) as well as the cluster state.
     for _ in $(seq 1 100); do
-        if all_healthy "$@"; then
+        if all_healthy "$@" && all_synced "$@"; then
             echo "redis-cluster: up on $* ($(url "$@"))"
             return 0
         fi
         sleep 0.2
     done
-    echo "redis-cluster: no cluster_state:ok on $* after 20 s" >&2
+    echo "redis-cluster: no cluster_state:ok with every replica in sync on $* after 20 s" >&2
     exit 1
 }
 

@@ -110,6 +110,28 @@ async fn master_of(live: &str, key: &str) -> anyhow::Result<String> {
     anyhow::bail!("no live master serves slot {slot}:\n{nodes}")
 }
 
+/// `master_repl_offset` of the master on `port`, and the smallest offset its online replicas
+/// acknowledged (`None` without one online).
+async fn replication_offsets(port: &str) -> anyhow::Result<(u64, Option<u64>)> {
+    let info = redis_cli(port, &["info", "replication"]).await?;
+    let mut master = 0;
+    let mut replica: Option<u64> = None;
+    for line in info.lines() {
+        if let Some(v) = line.strip_prefix("master_repl_offset:") {
+            master = v.trim().parse()?;
+        } else if line.starts_with("slave") && line.contains("state=online") {
+            let offset = line
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("offset="))
+                .and_then(|v| v.parse::<u64>().ok());
+            if let Some(o) = offset {
+                replica = Some(replica.map_or(o, |r| r.min(o)));
+            }
+        }
+    }
+    Ok((master, replica))
+}
+
 /// Runs `cmp-worker <args>` to the end against the world: (exit code, stdout).
 async fn cmp_worker(w: &World, args: &[&str]) -> anyhow::Result<(i32, String)> {
     let out = Command::new(env!("CARGO_BIN_EXE_cmp-worker"))
@@ -167,6 +189,23 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
 
     let victim_key = w.queue.keys().shard_queue(0, domain::TaskType::Carddata);
     let victim = master_of(PORTS[0], &victim_key).await?;
+    // The failover under test is the usual one: a replica that holds the fleet, behind its
+    // master by the last asynchronous writes at most. Its replica must have acknowledged what
+    // the master held once every card was polled twice (a replica still in its initial sync
+    // holds nothing, and taking over then loses the node's queues: a different fault, the
+    // one `check --repair` exists for).
+    let (wanted, _) = replication_offsets(&victim).await?;
+    let caught_up = eventually(Duration::from_secs(30), || async {
+        Ok(replication_offsets(&victim)
+            .await?
+            .1
+            .is_some_and(|acked| acked >= wanted))
+    })
+    .await?;
+    assert!(
+        caught_up,
+        "the replica of {victim} caught up with offset {wanted}"
+    );
     let pid = std::fs::read_to_string(cluster_dir().join(&victim).join("redis.pid"))?;
     let killed_at = std::time::Instant::now();
     let killed = Command::new("kill")

@@ -67,6 +67,9 @@ async fn connect(url: &str, size: usize) -> anyhow::Result<Pool> {
         Builder::from_config(Config::from_url(url).with_context(|| format!("redis url {url}"))?)
             .with_connection_config(|c| c.connection_timeout = Duration::from_secs(2))
             .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(10))
+            // Reconnects like the binaries do (`ops::connect_redis`): a test that fails a
+            // cluster node over keeps reading through its own pool afterwards.
+            .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
             .build_pool(size)?;
     pool.init()
         .await
