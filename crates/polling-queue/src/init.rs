@@ -26,6 +26,8 @@ pub struct InitWriter {
     shard_keys: Arc<Vec<[Value; 4]>>,
     /// The single server to stream pre-encoded commands to (`None`: a cluster, Sentinel).
     direct: Option<bulk_resp::Target>,
+    /// One canary key per hash slot that holds a shard queue (see [`canary_keys`]).
+    canaries: Arc<Vec<String>>,
 }
 
 /// The `ZADD key NX score id ...` commands of one page of cards, at most `members_per_command`
@@ -96,7 +98,30 @@ impl InitWriter {
             progress_key: keys.render(&RedisKey::InitProgress),
             shard_keys: Arc::new(shard_keys),
             direct,
+            canaries: Arc::new(canary_keys(keys, shard_count.max(1))),
         }
+    }
+
+    /// Writes every canary (value: `run`, e.g. the run's start time), one pipeline of one-key
+    /// `SET`s. A completed run writes them before it records itself completed.
+    pub async fn write_canaries(&self, run: &str) -> Result<(), QueueError> {
+        let pipe = self.pool.next().pipeline();
+        for key in self.canaries.iter() {
+            let _: () = pipe.set(key.as_str(), run, None, None, false).await?;
+        }
+        let _: Vec<Value> = pipe.all().await?;
+        Ok(())
+    }
+
+    /// How many canaries are gone, of how many: one pipeline of one-key `EXISTS`.
+    pub async fn missing_canaries(&self) -> Result<(usize, usize), QueueError> {
+        let pipe = self.pool.next().pipeline();
+        for key in self.canaries.iter() {
+            let _: () = pipe.exists(key.as_str()).await?;
+        }
+        let found: Vec<i64> = pipe.all().await?;
+        let missing = found.iter().filter(|n| **n == 0).count();
+        Ok((missing, self.canaries.len()))
     }
 
     /// An empty page of first entries.
@@ -169,6 +194,38 @@ impl InitWriter {
     }
 }
 
+/// The canary keys of the shard queues: for each distinct hash slot of a queue key, a key
+/// `polling:init:canary:{tag}` in that same slot (the smallest such `tag`). On a cluster a
+/// node that restarts empty or fails over to a replica that held nothing loses its queues
+/// and, with them, exactly the canaries of their slots; the progress hash may well live on
+/// another node and survive. Resharding moves a canary with its slot. On one server the
+/// canaries go with everything else, which the progress hash already tells.
+fn canary_keys(keys: &Keys, shard_count: u32) -> Vec<String> {
+    use fred::util::redis_keyslot;
+    let mut slots: Vec<u16> = (0..shard_count)
+        .flat_map(|shard| {
+            TaskType::ALL.map(|t| redis_keyslot(keys.shard_queue(shard, t).as_bytes()))
+        })
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    // The tag's own slot decides the key's (CRC16 of the text between the braces): walk the
+    // integers until every wanted slot has one. ~16,384 × H(n) tries, a few ms for 256 slots.
+    let mut tags: HashMap<u16, u32> = HashMap::with_capacity(slots.len());
+    let mut tag = 0u32;
+    while tags.len() < slots.len() {
+        let slot = redis_keyslot(tag.to_string().as_bytes());
+        if slots.binary_search(&slot).is_ok() {
+            tags.entry(slot).or_insert(tag);
+        }
+        tag += 1;
+    }
+    slots
+        .iter()
+        .map(|slot| keys.render(&RedisKey::InitCanary { tag: tags[slot] }))
+        .collect()
+}
+
 async fn send(pipe: Pipeline<Client>, commands: Vec<Vec<Value>>) -> Result<u64, QueueError> {
     let zadd = CustomCommand::new_static("ZADD", ClusterHash::FirstKey, false);
     for args in commands {
@@ -176,4 +233,36 @@ async fn send(pipe: Pipeline<Client>, commands: Vec<Vec<Value>>) -> Result<u64, 
     }
     let added: Vec<i64> = pipe.all().await?;
     Ok(added.into_iter().map(|n| n.max(0) as u64).sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fred::util::redis_keyslot;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn each_shard_queue_slot_has_exactly_one_canary_in_it() {
+        for prefix in ["", "t1767225600_3fa2:"] {
+            let keys = Keys::new(prefix);
+            let queue_slots: BTreeSet<u16> = (0..64)
+                .flat_map(|shard| {
+                    TaskType::ALL.map(|t| redis_keyslot(keys.shard_queue(shard, t).as_bytes()))
+                })
+                .collect();
+            let canaries = canary_keys(&keys, 64);
+            let canary_slots: BTreeSet<u16> = canaries
+                .iter()
+                .map(|k| redis_keyslot(k.as_bytes()))
+                .collect();
+            assert_eq!(canary_slots, queue_slots, "prefix {prefix:?}");
+            assert_eq!(canaries.len(), queue_slots.len(), "one canary a slot");
+            assert!(
+                canaries
+                    .iter()
+                    .all(|k| k.starts_with(&format!("{prefix}polling:init:canary:{{"))),
+                "{canaries:?}"
+            );
+        }
+    }
 }

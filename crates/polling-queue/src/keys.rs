@@ -23,12 +23,14 @@
 //!   depths and inspections (`ZCARD`/`ZSCORE`/`EXISTS` one key each), the initializer's bulk
 //!   `ZADD NX`. They were never atomic across keys and need not be: each key's write is
 //!   idempotent and the checker repairs what a crash between two of them leaves.
-//! - **No hash tags, on purpose.** Tagging the keys (e.g. `{polling}`) would pin every key to
+//! - **No hash tags, on purpose** (one exception, below). Tagging the keys (e.g. `{polling}`) would pin every key to
 //!   one slot, hence one node: the cluster would hold and serve nothing more than one Redis.
 //!   Untagged, the 64 shard queues spread over the masters by CRC16, which is the point.
 //!   Nothing needs two keys in one slot: a card's four queues are never written atomically
 //!   together. For the same reason a deployment prefix must not contain `{…}` (it would become
 //!   the hash tag of every key); `ops::connect_redis` warns when it does on a cluster.
+//!   The exception is [`RedisKey::InitCanary`]: its tag is chosen to pin it to the slot of
+//!   one shard queue, so that it is lost exactly when that queue's node loses its data.
 //! - **Pub/sub** ([`RedisKey::ConfigsChanged`]): a classic `PUBLISH` on a cluster is forwarded
 //!   over the cluster bus to every node, so a subscriber connected to any node receives it
 //!   (fred pins the subscription to one node and re-subscribes after a reconnect or failover).
@@ -63,6 +65,10 @@ pub enum RedisKey {
     ConcurrencyMax { task: TaskType },
     /// `polling:init:progress`: hash written by the initializer.
     InitProgress,
+    /// `polling:init:canary:{tag}`: string written by a completed initializer run, one per
+    /// hash slot holding a shard queue; `tag` is chosen so that the key lands in that slot.
+    /// Gone while the progress hash says completed: that slot's node lost its data.
+    InitCanary { tag: u32 },
     /// `polling:reconcile:progress`: hash of the queue reconciliation that follows a config
     /// change (status, fingerprint, processed, added, removed, started_at, finished_at).
     ReconcileProgress,
@@ -121,6 +127,7 @@ impl Keys {
             RedisKey::Concurrency { task } => write!(s, "concurrency:{task}"),
             RedisKey::ConcurrencyMax { task } => write!(s, "concurrency:max:{task}"),
             RedisKey::InitProgress => write!(s, "init:progress"),
+            RedisKey::InitCanary { tag } => write!(s, "init:canary:{{{tag}}}"),
             RedisKey::ReconcileProgress => write!(s, "reconcile:progress"),
             RedisKey::Stats { task } => write!(s, "stats:{task}"),
             RedisKey::StatsMinutes { task, hour } => write!(s, "stats:{task}:minutes:{hour}"),
@@ -196,6 +203,7 @@ mod tests {
                 "polling:concurrency:max:protect",
             ),
             (RedisKey::InitProgress, "polling:init:progress"),
+            (RedisKey::InitCanary { tag: 42 }, "polling:init:canary:{42}"),
             (
                 RedisKey::Stats {
                     task: TaskType::Carddata,

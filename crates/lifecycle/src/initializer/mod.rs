@@ -240,6 +240,11 @@ impl CardInitializer {
         while let Some(joined) = writes.join_next().await {
             self.record(joined, &mut totals).await?;
         }
+        // Completed implies the canaries are there: the watchdog reads a canary gone under a
+        // completed run as a node that lost its data.
+        self.writer
+            .write_canaries(&self.clock.now().to_rfc3339())
+            .await?;
         progress::finish(&self.writer, Some(&totals), None, self.clock.now()).await?;
         tracing::info!(
             processed = totals.processed,

@@ -7,6 +7,14 @@
 //! lose the race see `LeaseHeld` and look again at the next tick. A node starting for the first
 //! time takes the same path (the first tick is immediate).
 //!
+//! On Redis Cluster one node can lose its data alone (it restarts empty, or its master fails
+//! over to a replica that had not synced) while the progress hash, on another node, still says
+//! completed. A completed run leaves a canary in every hash slot that holds a shard queue
+//! (`polling:init:canary:{tag}`); a canary gone under a completed run means its slot's node
+//! lost its keys, and the watchdog runs the initializer in repair mode (`ZADD NX`: the cards
+//! still queued elsewhere keep their scores). A queue emptied on purpose (its last card
+//! removed, a config unscheduling a type) leaves the canaries alone.
+//!
 
 use super::{CardInitializer, InitMode, InitProgress, InitStatus};
 use crate::LifecycleError;
@@ -59,24 +67,40 @@ impl InitWatchdog {
         }
     }
 
-    /// One look: runs the initializer if no run has completed.
+    /// One look: runs the initializer if no run has completed, in repair mode if one has but
+    /// a canary is gone.
     pub async fn look(&self) -> Result<(), LifecycleError> {
         let progress = self.initializer.progress().await?;
-        if progress
+        let mode = if progress
             .as_ref()
             .is_some_and(|p| p.status == Some(InitStatus::Completed))
         {
-            self.seen_completed.store(true, Ordering::Relaxed);
-            self.lost.store(false, Ordering::Relaxed);
-            return Ok(());
-        }
-        if self.seen_completed.load(Ordering::Relaxed) && !self.lost.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                progress = ?progress,
-                "the queues were lost (no completed initialisation in Redis any more); re-initialising"
-            );
-        }
-        match self.initializer.run(InitMode::Initial).await {
+            let (missing, of) = self.initializer.writer.missing_canaries().await?;
+            if missing == 0 {
+                self.seen_completed.store(true, Ordering::Relaxed);
+                self.lost.store(false, Ordering::Relaxed);
+                return Ok(());
+            }
+            if !self.lost.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    missing,
+                    of,
+                    "queue slots lost their keys under a completed initialisation (a Redis node restarted empty or failed over to a replica that held nothing); repairing"
+                );
+            }
+            InitMode::Repair
+        } else {
+            if self.seen_completed.load(Ordering::Relaxed)
+                && !self.lost.swap(true, Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    progress = ?progress,
+                    "the queues were lost (no completed initialisation in Redis any more); re-initialising"
+                );
+            }
+            InitMode::Initial
+        };
+        match self.initializer.run(mode).await {
             Ok(report) => {
                 tracing::info!(
                     processed = report.processed,
@@ -102,7 +126,19 @@ impl InitWatchdog {
             .progress()
             .await
             .map_err(|e| format!("cannot read the initializer progress: {e}"))?;
-        describe(progress.as_ref(), self.reinitialising())
+        describe(progress.as_ref(), self.reinitialising())?;
+        let (missing, of) = self
+            .initializer
+            .writer
+            .missing_canaries()
+            .await
+            .map_err(|e| format!("cannot read the queue canaries: {e}"))?;
+        if missing > 0 {
+            return Err(format!(
+                "reinitialising: {missing} of {of} queue slots lost their keys; repairing"
+            ));
+        }
+        Ok(())
     }
 }
 
