@@ -5,6 +5,7 @@
 #   scripts/redis-cluster.sh start [--replicas N] PORT...   start, create, wait for cluster_state:ok
 #                                                           (and, with replicas, for each to be in sync)
 #   scripts/redis-cluster.sh stop PORT...                   SHUTDOWN NOSAVE each node, remove its dir
+#   scripts/redis-cluster.sh restart PORT                   SIGKILL one node, start it again empty
 #   scripts/redis-cluster.sh status PORT...                 exit 0 when every port answers cluster_state:ok
 #   scripts/redis-cluster.sh url PORT...                    the fred URL: redis-cluster://h:p?node=h:p&...
 #
@@ -17,7 +18,7 @@ host=127.0.0.1
 base=${CMP_CLUSTER_DIR:-${TMPDIR:-/tmp}/cmp-redis-cluster}
 
 usage() {
-    echo "usage: $0 start [--replicas N] PORT... | stop PORT... | status PORT... | url PORT..." >&2
+    echo "usage: $0 start [--replicas N] PORT... | stop PORT... | restart PORT | status PORT... | url PORT..." >&2
     exit 2
 }
 
@@ -47,6 +48,38 @@ url() {
     echo "$out"
 }
 
+launch() { # port: one node, its directory (and nodes.conf, if any) kept
+    local dir="$base/$1"
+    redis-server --port "$1" --bind "$host" --daemonize yes --dir "$dir" \
+        --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
+        --cluster-node-timeout "${CMP_CLUSTER_NODE_TIMEOUT_MS:-2000}" \
+        --cluster-replica-validity-factor 0 \
+        --repl-diskless-sync-delay 0 \
+        --save "" --appendonly no --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
+}
+
+wait_ping() {
+    for _ in $(seq 1 50); do
+        redis-cli -h "$host" -p "$1" ping >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+}
+
+# SIGKILL one node and start it again from its nodes.conf, with no data (nothing persists):
+# a master comes back empty, a replica asks its master for a full sync.
+restart() {
+    local dir="$base/$1"
+    [ -f "$dir/nodes.conf" ] || { echo "redis-cluster: no node on port $1 under $base" >&2; exit 1; }
+    if [ -f "$dir/redis.pid" ]; then kill -9 "$(cat "$dir/redis.pid")" 2>/dev/null || true; fi
+    for _ in $(seq 1 50); do
+        redis-cli -h "$host" -p "$1" ping >/dev/null 2>&1 || break
+        sleep 0.1
+    done
+    rm -f "$dir/redis.pid"
+    launch "$1"
+    wait_ping "$1"
+}
+
 start() {
     local replicas=0
     if [ "${1:-}" = "--replicas" ]; then replicas=$2; shift 2; fi
@@ -63,22 +96,11 @@ start() {
         fi
     done
     for p in "$@"; do
-        local dir="$base/$p"
-        rm -rf "$dir"
-        mkdir -p "$dir"
-        redis-server --port "$p" --bind "$host" --daemonize yes --dir "$dir" \
-            --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
-            --cluster-node-timeout "${CMP_CLUSTER_NODE_TIMEOUT_MS:-2000}" \
-            --cluster-replica-validity-factor 0 \
-            --repl-diskless-sync-delay 0 \
-            --save "" --appendonly no --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
+        rm -rf "${base:?}/$p"
+        mkdir -p "$base/$p"
+        launch "$p"
     done
-    for p in "$@"; do
-        for _ in $(seq 1 50); do
-            redis-cli -h "$host" -p "$p" ping >/dev/null 2>&1 && break
-            sleep 0.1
-        done
-    done
+    for p in "$@"; do wait_ping "$p"; done
     local nodes=()
     for p in "$@"; do nodes+=("$host:$p"); done
     redis-cli --cluster create "${nodes[@]}" --cluster-replicas "$replicas" --cluster-yes >"$base/create-$1.log" 2>&1 || {
@@ -118,6 +140,7 @@ cmd=$1; shift
 case "$cmd" in
     start) start "$@" ;;
     stop) [ $# -ge 1 ] || usage; stop "$@" ;;
+    restart) [ $# -eq 1 ] || usage; restart "$1" ;;
     status) [ $# -ge 1 ] || usage; all_healthy "$@" ;;
     url) [ $# -ge 1 ] || usage; url "$@" ;;
     *) usage ;;

@@ -1,9 +1,15 @@
-//! Redis Cluster failover under a running worker (issue 18): a cluster of its own with three
-//! masters and one replica each (ports 7111-7116, `scripts/redis-cluster.sh`, started and
-//! stopped by the test), `cmp-worker run` polling a fleet on it, then SIGKILL of the master that
-//! holds a shard queue. After the replica took over, every card is polled again and
-//! `cmp-worker check` passes (after `check --repair` if the failover lost writes: replication
-//! is asynchronous, so the last writes acknowledged by the killed master may be gone).
+//! Redis Cluster faults under a running worker (issue 18): each test starts a cluster of its
+//! own with three masters and one replica each (`scripts/redis-cluster.sh`, started and
+//! stopped by the test) and runs `cmp-worker run` on a fleet there.
+//!
+//! - SIGKILL of the master that holds a shard queue: after the replica took over, every card
+//!   is polled again and `cmp-worker check` passes (after `check --repair` if the failover lost
+//!   writes: replication is asynchronous, so the last writes acknowledged by the killed master
+//!   may be gone).
+//! - That master restarted at once with no data (no persistence, restarted before the cluster
+//!   fails it over): its slots come back empty while `polling:init:progress`, on another
+//!   node, still says completed. The worker notices by the slots' canaries, repairs by itself,
+//!   and `cmp-worker check` passes with no repair of ours.
 
 mod common;
 
@@ -14,52 +20,76 @@ use std::time::Duration;
 use test_support::{TestDb, TestEnv, TestRedis};
 use tokio::process::Command;
 
-const PORTS: [&str; 6] = ["7111", "7112", "7113", "7114", "7115", "7116"];
 const HOST: &str = "127.0.0.1";
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/redis-cluster.sh")
 }
 
-fn cluster_dir() -> PathBuf {
-    std::env::temp_dir().join("cmp-redis-cluster-failover")
+/// A test's cluster on six ports of its own; stopped (SHUTDOWN NOSAVE, directories removed)
+/// on drop.
+struct Cluster {
+    ports: [&'static str; 6],
+    dir: PathBuf,
 }
 
-/// The test's cluster; stopped (SHUTDOWN NOSAVE, directories removed) on drop.
-struct Cluster;
-
 impl Cluster {
-    async fn start() -> anyhow::Result<Cluster> {
+    async fn start(ports: [&'static str; 6], name: &str) -> anyhow::Result<Cluster> {
+        let cluster = Cluster {
+            ports,
+            dir: std::env::temp_dir().join(name),
+        };
         // Leftovers of an interrupted run on these ports are this test's own: stop them first.
-        let _ = Command::new(script())
-            .arg("stop")
-            .args(PORTS)
-            .env("CMP_CLUSTER_DIR", cluster_dir())
-            .output()
-            .await?;
-        let out = Command::new(script())
-            .args(["start", "--replicas", "1"])
-            .args(PORTS)
-            .env("CMP_CLUSTER_DIR", cluster_dir())
-            // The script's default node timeout (2 s): under a loaded CI machine a shorter one
-            // lets the nodes fail each other over for no reason.
-            .output()
-            .await?;
+        let _ = cluster.script(&["stop"]).await?;
+        // The script's default node timeout (2 s): under a loaded CI machine a shorter one
+        // lets the nodes fail each other over for no reason.
+        let out = cluster.script(&["start", "--replicas", "1"]).await?;
         anyhow::ensure!(
             out.status.success(),
             "redis-cluster.sh start failed (redis-server and redis-cli are needed): {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        Ok(Cluster)
+        Ok(cluster)
+    }
+
+    /// `redis-cluster.sh <args> <the six ports>` (`restart` takes its one port in `args`).
+    async fn script(&self, args: &[&str]) -> anyhow::Result<std::process::Output> {
+        let mut cmd = Command::new(script());
+        cmd.args(args).env("CMP_CLUSTER_DIR", &self.dir);
+        if args.first() != Some(&"restart") {
+            cmd.args(self.ports);
+        }
+        Ok(cmd.output().await?)
     }
 
     fn url(&self) -> String {
-        let nodes: Vec<String> = PORTS[1..]
+        let nodes: Vec<String> = self.ports[1..]
             .iter()
             .map(|p| format!("node={HOST}:{p}"))
             .collect();
-        format!("redis-cluster://{HOST}:{}?{}", PORTS[0], nodes.join("&"))
+        format!(
+            "redis-cluster://{HOST}:{}?{}",
+            self.ports[0],
+            nodes.join("&")
+        )
+    }
+
+    fn pid_of(&self, port: &str) -> anyhow::Result<String> {
+        Ok(
+            std::fs::read_to_string(self.dir.join(port).join("redis.pid"))?
+                .trim()
+                .to_owned(),
+        )
+    }
+
+    /// A port other than `not`.
+    fn live(&self, not: &str) -> &'static str {
+        self.ports
+            .iter()
+            .copied()
+            .find(|p| *p != not)
+            .unwrap_or(self.ports[0])
     }
 }
 
@@ -67,8 +97,8 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = std::process::Command::new(script())
             .arg("stop")
-            .args(PORTS)
-            .env("CMP_CLUSTER_DIR", cluster_dir())
+            .args(self.ports)
+            .env("CMP_CLUSTER_DIR", &self.dir)
             .output();
     }
 }
@@ -160,7 +190,11 @@ fn usage_queries(w: &World) -> HashMap<usize, u32> {
 #[tokio::test]
 async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::Result<()> {
     // Declared first, dropped last: the world's key cleanup needs the cluster up.
-    let cluster = Cluster::start().await?;
+    let cluster = Cluster::start(
+        ["7111", "7112", "7113", "7114", "7115", "7116"],
+        "cmp-redis-cluster-failover",
+    )
+    .await?;
     let env = TestEnv {
         db: TestDb::new().await?,
         redis: TestRedis::on(cluster.url()),
@@ -188,7 +222,7 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
     );
 
     let victim_key = w.queue.keys().shard_queue(0, domain::TaskType::Carddata);
-    let victim = master_of(PORTS[0], &victim_key).await?;
+    let victim = master_of(cluster.ports[0], &victim_key).await?;
     // The failover under test is the usual one: a replica that holds the fleet, behind its
     // master by the last asynchronous writes at most. Its replica must have acknowledged what
     // the master held once every card was polled twice (a replica still in its initial sync
@@ -206,18 +240,11 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
         caught_up,
         "the replica of {victim} caught up with offset {wanted}"
     );
-    let pid = std::fs::read_to_string(cluster_dir().join(&victim).join("redis.pid"))?;
+    let pid = cluster.pid_of(&victim)?;
     let killed_at = std::time::Instant::now();
-    let killed = Command::new("kill")
-        .args(["-KILL", pid.trim()])
-        .status()
-        .await?;
+    let killed = Command::new("kill").args(["-KILL", &pid]).status().await?;
     assert!(killed.success(), "SIGKILL master {victim}");
-    let live = PORTS
-        .iter()
-        .copied()
-        .find(|p| *p != victim)
-        .unwrap_or("7111");
+    let live = cluster.live(&victim);
 
     // The replica is promoted: the cluster is whole again and another node serves the slot.
     let failed_over = eventually(Duration::from_secs(60), || async {
@@ -283,6 +310,143 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
         let (code, out) = cmp_worker(&w, &["check"]).await?;
         assert_eq!(code, 0, "clean after the repair: {out}");
     }
+    drop(w);
+    drop(cluster);
+    Ok(())
+}
+
+/// The `polling:init:progress` field `field`, read through any node (`-c` follows MOVED).
+async fn progress_field(cluster: &Cluster, w: &World, field: &str) -> anyhow::Result<String> {
+    let key = w
+        .queue
+        .keys()
+        .render(&polling_queue::RedisKey::InitProgress);
+    Ok(redis_cli(cluster.ports[0], &["-c", "hget", &key, field])
+        .await?
+        .trim()
+        .to_owned())
+}
+
+#[tokio::test]
+async fn a_master_restarted_empty_is_repaired_by_the_worker_and_check_passes() -> anyhow::Result<()>
+{
+    let cluster = Cluster::start(
+        ["7121", "7122", "7123", "7124", "7125", "7126"],
+        "cmp-redis-cluster-restart",
+    )
+    .await?;
+    let env = TestEnv {
+        db: TestDb::new().await?,
+        redis: TestRedis::on(cluster.url()),
+    };
+    let w = world_in(env, 48, 2, 1).await?;
+    let bind = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.local_addr()?.to_string()
+    };
+    let mut worker = spawn_worker(
+        &w,
+        &[("CMP_WORKER_BIND", bind.as_str()), ("CMP_LEASE_SECS", "10")],
+    )?;
+    let polling = eventually(Duration::from_secs(60), || async {
+        Ok(all_queued(&w).await? && polled_at_least(&w, 2) == w.cards.len())
+    })
+    .await?;
+    assert!(polling, "every card polled twice before the restart");
+    assert_eq!(progress_field(&cluster, &w, "mode").await?, "initial");
+
+    // The victim holds shard queues but not the progress hash: the progress survives and says
+    // completed, the case only the canaries tell (losing the progress too is the single-Redis
+    // case, `lifecycle::watchdog`).
+    let keys = w.queue.keys();
+    let progress_node = master_of(
+        cluster.ports[0],
+        &keys.render(&polling_queue::RedisKey::InitProgress),
+    )
+    .await?;
+    let mut victim = None;
+    for key in keys.all_shard_queues(w.queue.settings().shard_count) {
+        let node = master_of(cluster.ports[0], &key).await?;
+        if node != progress_node {
+            victim = Some(node);
+            break;
+        }
+    }
+    let victim = victim.ok_or_else(|| anyhow::anyhow!("every shard queue on the progress node"))?;
+    // Its replica must not take over while it restarts: the node is to come back empty, not
+    // be replaced by a copy.
+    let nodes = redis_cli(cluster.ports[0], &["cluster", "nodes"]).await?;
+    let victim_id = nodes
+        .lines()
+        .find(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|a| a.starts_with(&format!("{HOST}:{victim}@")))
+        })
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned();
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 3 && f[3] == victim_id {
+            let port = f[1]
+                .split('@')
+                .next()
+                .and_then(|a| a.rsplit(':').next())
+                .unwrap_or_default();
+            redis_cli(
+                port,
+                &["config", "set", "cluster-replica-no-failover", "yes"],
+            )
+            .await?;
+        }
+    }
+
+    let restarted_at = std::time::Instant::now();
+    let out = cluster.script(&["restart", &victim]).await?;
+    assert!(
+        out.status.success(),
+        "restart {victim}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole = eventually(Duration::from_secs(30), || async {
+        let info = redis_cli(cluster.live(&victim), &["cluster", "info"]).await?;
+        Ok(info.contains("cluster_state:ok"))
+    })
+    .await?;
+    assert!(whole, "the cluster is whole again with {victim} back");
+
+    // The worker notices (the watchdog looks every 10 s) and repairs: the progress hash says
+    // so, and every card is polled again.
+    let repaired = eventually(Duration::from_secs(45), || async {
+        Ok(progress_field(&cluster, &w, "mode").await? == "repair"
+            && progress_field(&cluster, &w, "status").await? == "completed")
+    })
+    .await?;
+    assert!(
+        repaired,
+        "a repair run completed after {victim} came back empty"
+    );
+    let at_repair = usage_queries(&w);
+    let again = eventually(Duration::from_secs(60), || async {
+        let now = usage_queries(&w);
+        Ok(at_repair.iter().all(|(i, n)| now[i] > *n))
+    })
+    .await?;
+    assert!(again, "every card polled again after the repair");
+    eprintln!(
+        "restart-empty: master {victim} restarted; repaired and every card polled again {:.1} s later",
+        restarted_at.elapsed().as_secs_f64()
+    );
+    let ready = eventually(Duration::from_secs(30), || async {
+        Ok(http_status(&bind, "/readyz").await == Some(200))
+    })
+    .await?;
+    assert!(ready, "/readyz green after the repair");
+    assert!(terminate(&mut worker).await?.success(), "clean shutdown");
+
+    let (code, out) = cmp_worker(&w, &["check"]).await?;
+    assert_eq!(code, 0, "clean with no repair of ours: {out}");
     drop(w);
     drop(cluster);
     Ok(())
