@@ -187,14 +187,14 @@ fn usage_queries(w: &World) -> HashMap<usize, u32> {
         .collect()
 }
 
-#[tokio::test]
-async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::Result<()> {
-    // Declared first, dropped last: the world's key cleanup needs the cluster up.
-    let cluster = Cluster::start(
-        ["7111", "7112", "7113", "7114", "7115", "7116"],
-        "cmp-redis-cluster-failover",
-    )
-    .await?;
+/// A cluster on `ports`, a 48-card fleet on it polled every 2 s by `cmp-worker run` (its
+/// health port returned), once every card was polled twice. The cluster comes first in the
+/// tuple, so it is dropped last: the world's key cleanup needs it up.
+async fn polling_fleet(
+    ports: [&'static str; 6],
+    name: &str,
+) -> anyhow::Result<(Cluster, World, String, tokio::process::Child)> {
+    let cluster = Cluster::start(ports, name).await?;
     let env = TestEnv {
         db: TestDb::new().await?,
         redis: TestRedis::on(cluster.url()),
@@ -204,9 +204,9 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.local_addr()?.to_string()
     };
-    // A short lease: a reschedule the failover lost leaves its card leased, due again when
-    // the lease ends (300 s by default).
-    let mut worker = spawn_worker(
+    // A short lease: a reschedule the fault lost leaves its card leased, due again when the
+    // lease ends (300 s by default).
+    let worker = spawn_worker(
         &w,
         &[("CMP_WORKER_BIND", bind.as_str()), ("CMP_LEASE_SECS", "10")],
     )?;
@@ -214,7 +214,32 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
         Ok(all_queued(&w).await? && polled_at_least(&w, 2) == w.cards.len())
     })
     .await?;
-    assert!(polling, "every card polled twice before the failover");
+    anyhow::ensure!(polling, "every card polled twice before the fault");
+    Ok((cluster, w, bind, worker))
+}
+
+/// `/readyz` green again within 30 s of `after`, then a clean SIGTERM shutdown.
+async fn ready_then_stopped(
+    bind: &str,
+    worker: &mut tokio::process::Child,
+    after: &str,
+) -> anyhow::Result<()> {
+    let ready = eventually(Duration::from_secs(30), || async {
+        Ok(http_status(bind, "/readyz").await == Some(200))
+    })
+    .await?;
+    anyhow::ensure!(ready, "/readyz green again after {after}");
+    anyhow::ensure!(terminate(worker).await?.success(), "clean shutdown");
+    Ok(())
+}
+
+#[tokio::test]
+async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::Result<()> {
+    let (cluster, w, bind, mut worker) = polling_fleet(
+        ["7111", "7112", "7113", "7114", "7115", "7116"],
+        "cmp-redis-cluster-failover",
+    )
+    .await?;
     assert_eq!(
         http_status(&bind, "/readyz").await,
         Some(200),
@@ -295,12 +320,7 @@ async fn polling_survives_a_master_killed_mid_run_and_check_passes() -> anyhow::
     );
     // Readiness asks every node it is connected to for `cluster_state:ok`: green again once
     // the cluster is whole.
-    let ready = eventually(Duration::from_secs(30), || async {
-        Ok(http_status(&bind, "/readyz").await == Some(200))
-    })
-    .await?;
-    assert!(ready, "/readyz green again after the failover");
-    assert!(terminate(&mut worker).await?.success(), "clean shutdown");
+    ready_then_stopped(&bind, &mut worker, "the failover").await?;
 
     let (code, out) = cmp_worker(&w, &["check"]).await?;
     if code != 0 {
@@ -330,29 +350,11 @@ async fn progress_field(cluster: &Cluster, w: &World, field: &str) -> anyhow::Re
 #[tokio::test]
 async fn a_master_restarted_empty_is_repaired_by_the_worker_and_check_passes() -> anyhow::Result<()>
 {
-    let cluster = Cluster::start(
+    let (cluster, w, bind, mut worker) = polling_fleet(
         ["7121", "7122", "7123", "7124", "7125", "7126"],
         "cmp-redis-cluster-restart",
     )
     .await?;
-    let env = TestEnv {
-        db: TestDb::new().await?,
-        redis: TestRedis::on(cluster.url()),
-    };
-    let w = world_in(env, 48, 2, 1).await?;
-    let bind = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        listener.local_addr()?.to_string()
-    };
-    let mut worker = spawn_worker(
-        &w,
-        &[("CMP_WORKER_BIND", bind.as_str()), ("CMP_LEASE_SECS", "10")],
-    )?;
-    let polling = eventually(Duration::from_secs(60), || async {
-        Ok(all_queued(&w).await? && polled_at_least(&w, 2) == w.cards.len())
-    })
-    .await?;
-    assert!(polling, "every card polled twice before the restart");
     assert_eq!(progress_field(&cluster, &w, "mode").await?, "initial");
 
     // The victim holds shard queues but not the progress hash: the progress survives and says
@@ -438,12 +440,7 @@ async fn a_master_restarted_empty_is_repaired_by_the_worker_and_check_passes() -
         "restart-empty: master {victim} restarted; repaired and every card polled again {:.1} s later",
         restarted_at.elapsed().as_secs_f64()
     );
-    let ready = eventually(Duration::from_secs(30), || async {
-        Ok(http_status(&bind, "/readyz").await == Some(200))
-    })
-    .await?;
-    assert!(ready, "/readyz green after the repair");
-    assert!(terminate(&mut worker).await?.success(), "clean shutdown");
+    ready_then_stopped(&bind, &mut worker, "the repair").await?;
 
     let (code, out) = cmp_worker(&w, &["check"]).await?;
     assert_eq!(code, 0, "clean with no repair of ours: {out}");
