@@ -222,13 +222,28 @@ class World:
         return int(self.ctx.pg.sql(self.db, """
             SELECT count(*) FROM tb_card_state_log WHERE gateway_outcome = 'pending'""")[0][0])
 
-    def decision_figures(self):
-        """The decision table on the database's facts, card by card (`GET /cards/{id}/explain`):
-        wrong_stops = cards stopped by automation that it would start; pending_stops = online
-        cards it would stop."""
-        wrong = pending = 0
+    def decision_figures(self, stopped_at=None):
+        """The decision table on the database's facts, card by card (`GET /cards/{id}/explain`),
+        over the cards automation polls (polling on for the card and its device; a card
+        switched off is the operator's): wrong_stops = cards stopped by automation that it
+        would start; pending_stops = online cards it would stop on facts older than one
+        carddata interval + a retry interval + 10 s before the workers were stopped
+        (`stopped_at`, epoch seconds). A stop whose facts are younger may be the poll the
+        shutdown cut short (its usage written, its evaluation handed back due now); those are
+        counted apart as pending_stops_in_flight."""
+        wrong = pending = in_flight = 0
         examples = []
-        for (cid,) in self.ctx.pg.sql(self.db, "SELECT id FROM tb_iot_card WHERE deleted_at IS NULL"):
+        bound = self.interval + max(2, self.interval // 2) + 10
+        rows = self.ctx.pg.sql(self.db, """
+            SELECT c.id, extract(epoch FROM greatest(c.updated_at,
+                     (SELECT max(p.updated_at) FROM tb_package_usage p
+                      WHERE p.iot_card_id = c.id OR (c.device_id IS NOT NULL AND p.device_id = c.device_id))))
+            FROM tb_iot_card c
+            WHERE c.deleted_at IS NULL AND c.enable_polling
+              AND (c.device_id IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM tb_device d
+                    WHERE d.id = c.device_id AND d.deleted_at IS NULL AND NOT d.enable_polling))""")
+        for cid, facts_at in rows:
             st, body = self.api.call("GET", f"/api/admin/cards/{cid}/explain")
             if st != 200:
                 raise RuntimeError(f"explain {cid}: {st} {body}")
@@ -237,13 +252,18 @@ class World:
                 wrong += 1
                 examples.append(f"{cid}:start")
             elif d["action"] == "stop":
-                pending += 1
-                examples.append(f"{cid}:stop/{d.get('reason')}")
+                fresh = stopped_at is not None and float(facts_at or 0) > stopped_at - bound
+                if fresh:
+                    in_flight += 1
+                else:
+                    pending += 1
+                examples.append(f"{cid}:stop/{d.get('reason')}" + (" (in flight)" if fresh else ""))
             if d["action"] in ("start", "stop") and len(examples) <= 3:
                 examples.append({"card": cid, "summary": body.get("summary"),
                                  "next_due": body.get("next_due"),
                                  "recent_changes": body.get("recent_changes", [])[:3]})
-        return {"wrong_stops": wrong, "pending_stops": pending, "decision_examples": examples[:8]}
+        return {"wrong_stops": wrong, "pending_stops": pending,
+                "pending_stops_in_flight": in_flight, "decision_examples": examples[:8]}
 
     def repeated_stops(self):
         """Cards stopped twice for the same reason with no start in between."""

@@ -85,12 +85,13 @@ def finish(w, figures, settle_before_stop=0, skip=()):
     figures["p99_ms"] = figures["p99_ms"] or max((p for p in (worker_p99(x) for x in w.workers) if p is not None),
                             default=None)
     figures.setdefault("rss_end_mb", [rss_mb(x) for x in w.workers])
+    stopped_at = time.time()
     codes = w.stop_workers()
     figures["worker_exit_codes"] = codes
     figures.update(w.check())
     sims = w.sim_cards()
     figures.update(w.calls_figures(sims))
-    figures.update(w.decision_figures())
+    figures.update(w.decision_figures(stopped_at))
     figures["repeated_stops"] = w.repeated_stops()
     if figures["repeated_stops"]:
         ids = w.ctx.pg.sql(w.db, """
