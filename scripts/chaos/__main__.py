@@ -6,6 +6,7 @@ also runs each cargo-fuzz target of fuzz/ for 60 s. Exit 1 when a scenario fails
 
     python3 scripts/chaos [--ci] [--only s1,s4] [--release] [--cards N] [--fuzz-secs S]
     python3 scripts/chaos --only soak --soak-mins 30 --soak-cards 20000
+    python3 scripts/chaos --bin-dir DIR ...   # prebuilt binaries (a release, a copy) instead of cargo build
 """
 
 import argparse
@@ -158,6 +159,9 @@ def main():
     ap.add_argument("--fuzz-secs", type=int, default=None,
                     help="run each cargo-fuzz target this long (default 60; 0 with --ci)")
     ap.add_argument("--keep-logs", action="store_true")
+    ap.add_argument("--bin-dir", default=os.environ.get("CMP_CHAOS_BIN_DIR"),
+                    help="run these gateway-sim, cmp-worker and cmp-api instead of building them "
+                         "(env CMP_CHAOS_BIN_DIR)")
     args = ap.parse_args()
     if args.fuzz_secs is None:
         args.fuzz_secs = 0 if args.ci or args.only else 60
@@ -177,7 +181,10 @@ def main():
     ctx.cards = args.cards or (300 if args.ci else 1000)
     ctx.quota = args.quota or max(3, ctx.cards // 40)
     ctx.soak_mins, ctx.soak_cards, ctx.soak_interval = args.soak_mins, args.soak_cards, args.soak_interval
-    bindir = build(args.release)
+    bindir = args.bin_dir or build(args.release)
+    for name in ("gateway-sim", "cmp-worker", "cmp-api"):
+        if not os.access(os.path.join(bindir, name), os.X_OK):
+            raise SystemExit(f"chaos: --bin-dir: no executable {name} in {bindir}")
     ctx.bin = lambda name: os.path.join(bindir, name)
     ctx.procs = Procs(logdir)
     ctx.pg = None
