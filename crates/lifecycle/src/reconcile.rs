@@ -183,9 +183,26 @@ impl QueueReconciler {
                 .iter()
                 .map(|card| (card.id, snapshot.scheduled_types(card)))
                 .collect();
-            report
-                .aligned
-                .add(self.queue.align(&wanted, self.clock.now()).await?);
+            let now = self.clock.now();
+            let mut aligned = self.queue.align(&wanted, now).await?;
+            if aligned.removed > 0 {
+                // The page was read before a poll changed some card's facts and aligned it:
+                // what this page removed is checked against the facts as they are now.
+                let removing: Vec<CardId> = wanted
+                    .iter()
+                    .filter(|(_, types)| types.contains(&false))
+                    .map(|(card, _)| *card)
+                    .collect();
+                aligned.added += crate::facts::restore_wanted(
+                    self.cards.as_ref(),
+                    &self.queue,
+                    snapshot,
+                    &removing,
+                    now,
+                )
+                .await?;
+            }
+            report.aligned.add(aligned);
             report.processed += page.len() as u64;
             self.progress
                 .update(

@@ -11,6 +11,7 @@ use lifecycle::{QueueReconciler, ReconcileSettings};
 use polling_config::PollingConfigManager;
 use polling_queue::{SingletonLease, to_score};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -168,5 +169,102 @@ async fn a_config_edit_changes_exactly_the_affected_cards_queues() -> anyhow::Re
     shutdown.cancel();
     follower.await?;
     refresher.await?;
+    Ok(())
+}
+
+/// A reconciliation reads a page of cards, then aligns it. A real-name poll that verifies one
+/// of them in between writes the new status and aligns the card (protect added, which only the
+/// real-named config schedules); the page's stale facts then remove protect again. The
+/// reconciliation re-reads what it removed and puts the entry back: the card is never left out
+/// of a queue its facts schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_added_by_a_poll_while_the_page_was_read_is_kept() -> anyhow::Result<()> {
+    let w = World::new().await?;
+    w.add_config(domain::PollingConfigInput {
+        card_condition: Some(domain::CardCondition::NotRealname),
+        ..config("not real-named", 20, intervals(600, 300, 3600, None))
+    })
+    .await?;
+    w.add_config(config("default", 100, intervals(600, 300, 3600, Some(120))))
+        .await?;
+    let card = CardId(100);
+    w.sql(
+        "INSERT INTO tb_iot_card (id, iccid, carrier_id, real_name_status, network_status) \
+         VALUES (100, 'iccid-100', 1, 0, 1)",
+    )
+    .await?;
+    for t in [TaskType::Realname, TaskType::Carddata, TaskType::Package] {
+        w.queue.requeue(card, t, t0()).await?;
+    }
+
+    // The store as the reconciler sees it: the real one, with the real-name poll landing
+    // right after the page was read.
+    let real = w.cards();
+    let lifecycle = w.lifecycle();
+    let handle = tokio::runtime::Handle::current();
+    let polled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut cards = domain::store::MockCardStore::new();
+    {
+        let (real, handle) = (real.clone(), handle.clone());
+        cards
+            .expect_page_polling_enabled()
+            .returning(move |after, limit| {
+                tokio::task::block_in_place(|| {
+                    handle.block_on(async {
+                        let page = real.page_polling_enabled(after, limit).await?;
+                        if !page.is_empty() && !polled.swap(true, Ordering::SeqCst) {
+                            let written = real
+                                .set_real_name(card, domain::RealNameStatus::Verified)
+                                .await?
+                                .expect("the card is live");
+                            lifecycle
+                                .on_card_facts_changed(&written.card)
+                                .await
+                                .expect("the poll aligns the card");
+                        }
+                        Ok(page)
+                    })
+                })
+            });
+    }
+    {
+        let (real, handle) = (real.clone(), handle.clone());
+        cards.expect_polling_enabled_among().returning(move |ids| {
+            tokio::task::block_in_place(|| handle.block_on(real.polling_enabled_among(ids)))
+        });
+    }
+    cards
+        .expect_get_many()
+        .returning(move |ids| tokio::task::block_in_place(|| handle.block_on(real.get_many(ids))));
+
+    let reconciler = QueueReconciler::new(
+        Arc::new(cards),
+        w.queue.clone(),
+        w.configs.clone(),
+        SingletonLease::new(w.pool.clone(), w.keys.clone()),
+        Arc::new(w.clock.clone()),
+        ReconcileSettings::default(),
+    );
+    let report = reconciler
+        .ensure_current(&CancellationToken::new())
+        .await?
+        .expect("this node ran the reconciliation");
+
+    let shard = card.shard(16);
+    assert_eq!(
+        w.entries_of(card).await?,
+        vec![
+            (TaskType::Realname, shard, to_score(t0())),
+            (TaskType::Carddata, shard, to_score(t0())),
+            (TaskType::Package, shard, to_score(t0())),
+            (TaskType::Protect, shard, to_score(t0())),
+        ],
+        "protect, which the verified card's config schedules, is queued (due now)"
+    );
+    assert_eq!(
+        (report.aligned.removed, report.aligned.added),
+        (1, 1),
+        "removed on the stale page, put back on the facts read after"
+    );
     Ok(())
 }

@@ -38,10 +38,33 @@ impl PollingQueueManager {
     /// Makes the queues of many cards match `wanted[i]` (the types card `i` must be queued
     /// for; empty: none), adding missing entries with score `due`. One pipeline: per shard and
     /// type one variadic `ZADD NX` and one `ZREM`.
+    ///
+    /// A removal is only as fresh as the facts `wanted` was computed from: a caller whose facts
+    /// may have changed since it read them re-reads the cards whose entries it removed and
+    /// calls [`add_missing`](Self::add_missing) (lifecycle's `restore_wanted`).
     pub async fn align(
         &self,
         cards: &[(CardId, [bool; 4])],
         due: DateTime<Utc>,
+    ) -> Result<Aligned, QueueError> {
+        self.write_plan(cards, due, true).await
+    }
+
+    /// The adding half of [`align`](Self::align): `ZADD NX` of each wanted type, due at `due`;
+    /// nothing is removed and existing entries keep their scores.
+    pub async fn add_missing(
+        &self,
+        cards: &[(CardId, [bool; 4])],
+        due: DateTime<Utc>,
+    ) -> Result<u64, QueueError> {
+        Ok(self.write_plan(cards, due, false).await?.added)
+    }
+
+    async fn write_plan(
+        &self,
+        cards: &[(CardId, [bool; 4])],
+        due: DateTime<Utc>,
+        remove: bool,
     ) -> Result<Aligned, QueueError> {
         if cards.is_empty() {
             return Ok(Aligned::default());
@@ -55,7 +78,7 @@ impl PollingQueueManager {
                 let entry = plan.entry((shard, task.index())).or_default();
                 if wanted[task.index()] {
                     entry.0.push((score, card.to_string()));
-                } else {
+                } else if remove {
                     entry.1.push(card.to_string());
                 }
             }
