@@ -263,7 +263,9 @@ mod tests {
     fn database_name_defaults_and_is_checked() {
         assert_eq!(database_name(None).ok().as_deref(), Some("cmp_bench"));
         assert_eq!(
-            database_name(Some("cmp_bench_cycle".to_owned())).ok().as_deref(),
+            database_name(Some("cmp_bench_cycle".to_owned()))
+                .ok()
+                .as_deref(),
             Some("cmp_bench_cycle")
         );
         assert!(database_name(Some("x\"; DROP".to_owned())).is_err());
