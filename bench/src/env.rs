@@ -1,4 +1,7 @@
-//! The bench's own world: a fresh `cmp_bench` database and the `bench:` Redis key prefix.
+//! The bench's own world: a fresh `cmp_bench` database (`CMP_BENCH_DATABASE_NAME` names
+//! another, so that two benches on one server do not drop each other's) and the `bench:` Redis
+//! key prefix (a database index in `CMP_BENCH_REDIS_URL`, `redis://host:6379/3`, keeps two
+//! benches on one Redis apart).
 //!
 //! Redis is shared with other work on this machine: keys are only ever removed by prefix
 //! (SCAN + UNLINK), never by FLUSHALL. Both work on a Redis Cluster too (SCAN per primary, one
@@ -12,13 +15,15 @@ use migrations::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
 use std::time::{Duration, Instant};
 
-/// The database the bench creates and drops.
+/// The database the bench creates and drops, unless `CMP_BENCH_DATABASE_NAME` names another.
 const DB_NAME: &str = "cmp_bench";
 /// Every Redis key of the bench starts with this.
 pub(crate) const PREFIX: &str = "bench:";
 
 pub(crate) struct BenchEnv {
     admin_url: String,
+    /// The database created for this run and dropped after it.
+    db_name: String,
     pub(crate) db_url: String,
     pub(crate) redis_url: String,
     /// Pool for the bench's own statements (seeding, references).
@@ -33,26 +38,30 @@ impl BenchEnv {
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
         let redis_url = std::env::var("CMP_BENCH_REDIS_URL")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+        let db_name = database_name(std::env::var("CMP_BENCH_DATABASE_NAME").ok())?;
         let admin = connect_db(&admin_url, 1)
             .await
             .context("CMP_BENCH_DATABASE_URL")?;
         admin
             .execute_unprepared(&format!(
-                "DROP DATABASE IF EXISTS \"{DB_NAME}\" WITH (FORCE)"
+                "DROP DATABASE IF EXISTS \"{db_name}\" WITH (FORCE)"
             ))
             .await
-            .context("drop an old cmp_bench")?;
+            .with_context(|| format!("drop an old {db_name}"))?;
         admin
-            .execute_unprepared(&format!("CREATE DATABASE \"{DB_NAME}\""))
+            .execute_unprepared(&format!("CREATE DATABASE \"{db_name}\""))
             .await
-            .context("create cmp_bench")?;
+            .with_context(|| format!("create {db_name}"))?;
         let _ = admin.close().await;
-        let db_url = with_database(&admin_url, DB_NAME)?;
+        let db_url = with_database(&admin_url, &db_name)?;
         let db = connect_db(&db_url, 8).await?;
-        Migrator::up(&db, None).await.context("migrate cmp_bench")?;
+        Migrator::up(&db, None)
+            .await
+            .with_context(|| format!("migrate {db_name}"))?;
         let redis = redis_pool(&redis_url, 4).await?;
         let env = BenchEnv {
             admin_url,
+            db_name,
             db_url,
             redis_url,
             db,
@@ -103,6 +112,7 @@ impl BenchEnv {
         let redis = redis_pool(redis_url, 4).await?;
         let env = BenchEnv {
             admin_url: self.admin_url.clone(),
+            db_name: self.db_name.clone(),
             db_url: self.db_url.clone(),
             redis_url: redis_url.to_owned(),
             db: self.db.clone(),
@@ -117,16 +127,17 @@ impl BenchEnv {
         self.clean_redis(PREFIX).await?;
         let _ = self.db.close().await;
         if keep {
-            println!("kept database {DB_NAME} ({})", self.db_url);
+            println!("kept database {} ({})", self.db_name, self.db_url);
             return Ok(());
         }
         let admin = connect_db(&self.admin_url, 1).await?;
         admin
             .execute_unprepared(&format!(
-                "DROP DATABASE IF EXISTS \"{DB_NAME}\" WITH (FORCE)"
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.db_name
             ))
             .await
-            .context("drop cmp_bench")?;
+            .with_context(|| format!("drop {}", self.db_name))?;
         let _ = admin.close().await;
         Ok(())
     }
@@ -158,6 +169,21 @@ pub(crate) async fn redis_pool(url: &str, size: usize) -> anyhow::Result<Pool> {
         .await
         .with_context(|| format!("connect to {url}"))?;
     Ok(pool)
+}
+
+/// The bench's database name: `CMP_BENCH_DATABASE_NAME` if set, else `cmp_bench`. Only
+/// lowercase letters, digits and `_` (it is dropped with `WITH (FORCE)`: no quoting games).
+fn database_name(var: Option<String>) -> anyhow::Result<String> {
+    let name = var.unwrap_or_else(|| DB_NAME.to_owned());
+    anyhow::ensure!(
+        !name.is_empty()
+            && name.len() <= 63
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+        "CMP_BENCH_DATABASE_NAME must be 1-63 of a-z, 0-9 and _ (got {name:?})"
+    );
+    Ok(name)
 }
 
 /// `url` with its database path replaced by `name` (query string kept).
@@ -231,7 +257,20 @@ pub(crate) async fn wait_lazyfree(redis: &Pool) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::with_database;
+    use super::{database_name, with_database};
+
+    #[test]
+    fn database_name_defaults_and_is_checked() {
+        assert_eq!(database_name(None).ok().as_deref(), Some("cmp_bench"));
+        assert_eq!(
+            database_name(Some("cmp_bench_cycle".to_owned()))
+                .ok()
+                .as_deref(),
+            Some("cmp_bench_cycle")
+        );
+        assert!(database_name(Some("x\"; DROP".to_owned())).is_err());
+        assert!(database_name(Some(String::new())).is_err());
+    }
 
     #[test]
     fn database_is_replaced() {

@@ -2,9 +2,10 @@
 //! (issue 9). Each figure is measured next to its physical limit or a peer in the same run and
 //! reported with the ratio, because the machine is shared and noisy.
 //!
-//! The bench owns a fresh PostgreSQL database `cmp_bench` (created on the server of
-//! `CMP_BENCH_DATABASE_URL`, dropped at the end unless `--keep`) and the Redis key prefix
-//! `bench:` on `CMP_BENCH_REDIS_URL`, cleaned before and after. It never touches other keys.
+//! The bench owns a fresh PostgreSQL database `cmp_bench` (or `CMP_BENCH_DATABASE_NAME`;
+//! created on the server of `CMP_BENCH_DATABASE_URL`, dropped at the end unless `--keep`) and
+//! the Redis key prefix `bench:` on `CMP_BENCH_REDIS_URL` (which may name a database index,
+//! `redis://127.0.0.1:6379/3`), cleaned before and after. It never touches other keys.
 
 mod capacity;
 mod carddata;
@@ -28,7 +29,11 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(
     name = "bench",
-    about = "The numbers that say whether this carries ten million cards"
+    about = "The numbers that say whether this carries ten million cards",
+    after_help = "Environment: CMP_BENCH_DATABASE_URL (server and admin database, default \
+postgres://postgres@127.0.0.1:5432/postgres), CMP_BENCH_DATABASE_NAME (the database created \
+and dropped, default cmp_bench), CMP_BENCH_REDIS_URL (default redis://127.0.0.1:6379; a path \
+/N selects database N), CMP_BENCH_REDIS_CLUSTER_URL (--redis-cluster), CMP_LOG (log filter)."
 )]
 struct Args {
     /// Fleet size of the initializer, memory and full-cycle scenarios (default 2,000,000;
@@ -59,7 +64,7 @@ struct Args {
     /// Redis (CMP_BENCH_REDIS_CLUSTER_URL, else scripts/redis-cluster.sh on 7101-7103).
     #[arg(long)]
     redis_cluster: bool,
-    /// Keep the cmp_bench database afterwards.
+    /// Keep the bench's database (cmp_bench or CMP_BENCH_DATABASE_NAME) afterwards.
     #[arg(long)]
     keep: bool,
 }

@@ -727,7 +727,11 @@ async fn age_all(w: &World, task: TaskType, secs: f64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The lease score of the `i`-th member of a dequeue (see `lua/dequeue.lua`).
+/// The lease score of the `i`-th member of a dequeue (see `lua/dequeue.lua`): the script
+/// writes it as decimal text, "<seconds>.<milliseconds><500 + i % 500>", which Redis parses.
 fn lease_score(deadline: f64, i: usize) -> f64 {
-    deadline + (i / 500) as f64 * 0.001 + 0.0005 + (i % 500) as f64 * 0.000001
+    let ms = (deadline * 1000.0).round() as i64 + (i / 500) as i64;
+    format!("{}.{:03}{}", ms / 1000, ms % 1000, 500 + i % 500)
+        .parse()
+        .unwrap_or(f64::NAN)
 }

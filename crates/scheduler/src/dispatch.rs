@@ -288,8 +288,8 @@ async fn dispatch(ctx: &Arc<Ctx>, pool: &Arc<Pool>, handler: &Arc<dyn TaskHandle
                 Outcome::Failure
             }
         };
-        metrics::counter!("cmp_tasks_handled_total", "task" => task.as_str(), "outcome" => outcome.as_str()).increment(1);
-        metrics::histogram!("cmp_task_duration_seconds", "task" => task.as_str()).record(started.elapsed().as_secs_f64());
+        pool.metrics.handled(outcome).increment(1);
+        pool.metrics.duration.record(started.elapsed().as_secs_f64());
         pool.finish(card);
     });
 }

@@ -1,8 +1,10 @@
 //! The in-memory handler pools: one bounded semaphore per task type.
 
 use domain::{CardId, TaskType};
+use metrics::{Counter, Histogram};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use task_handlers::Outcome;
 use tokio::sync::Semaphore;
 
 /// Handler pool sizes per task type (`CMP_WORKER_POOL_*`).
@@ -23,6 +25,43 @@ pub(crate) struct Pool {
     pub(crate) size: usize,
     pub(crate) permits: Arc<Semaphore>,
     in_flight: Mutex<HashSet<CardId>>,
+    /// `cmp_tasks_handled_total` of this type, one handle per outcome, and
+    /// `cmp_task_duration_seconds`: registered once (building the labelled key of every poll
+    /// was a visible share of the no-op cycle's profile).
+    pub(crate) metrics: PollMetrics,
+}
+
+/// The per-poll metrics of one task type, registered when the pool is built (the worker
+/// installs its recorder before it starts the scheduler).
+#[derive(Debug)]
+pub(crate) struct PollMetrics {
+    success: Counter,
+    failure: Counter,
+    requeued_full: Counter,
+    skipped: Counter,
+    pub(crate) duration: Histogram,
+}
+
+impl PollMetrics {
+    fn new(task: TaskType) -> Self {
+        let handled = |outcome: Outcome| metrics::counter!("cmp_tasks_handled_total", "task" => task.as_str(), "outcome" => outcome.as_str());
+        PollMetrics {
+            success: handled(Outcome::Success),
+            failure: handled(Outcome::Failure),
+            requeued_full: handled(Outcome::RequeuedFull),
+            skipped: handled(Outcome::Skipped),
+            duration: metrics::histogram!("cmp_task_duration_seconds", "task" => task.as_str()),
+        }
+    }
+
+    pub(crate) fn handled(&self, outcome: Outcome) -> &Counter {
+        match outcome {
+            Outcome::Success => &self.success,
+            Outcome::Failure => &self.failure,
+            Outcome::RequeuedFull => &self.requeued_full,
+            Outcome::Skipped => &self.skipped,
+        }
+    }
 }
 
 impl Pool {
@@ -32,6 +71,7 @@ impl Pool {
             size,
             permits: Arc::new(Semaphore::new(size)),
             in_flight: Mutex::new(HashSet::new()),
+            metrics: PollMetrics::new(task),
         }
     }
 
