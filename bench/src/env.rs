@@ -12,13 +12,16 @@ use migrations::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
 use std::time::{Duration, Instant};
 
-/// The database the bench creates and drops.
+/// The database the bench creates and drops, unless `CMP_BENCH_DATABASE_NAME` names another
+/// (two benches on one server must not drop each other's database).
 const DB_NAME: &str = "cmp_bench";
 /// Every Redis key of the bench starts with this.
 pub(crate) const PREFIX: &str = "bench:";
 
 pub(crate) struct BenchEnv {
     admin_url: String,
+    /// The bench's own database on the server of `admin_url`.
+    db_name: String,
     pub(crate) db_url: String,
     pub(crate) redis_url: String,
     /// Pool for the bench's own statements (seeding, references).
@@ -33,26 +36,36 @@ impl BenchEnv {
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
         let redis_url = std::env::var("CMP_BENCH_REDIS_URL")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+        let db_name =
+            std::env::var("CMP_BENCH_DATABASE_NAME").unwrap_or_else(|_| DB_NAME.to_owned());
+        anyhow::ensure!(
+            !db_name.is_empty()
+                && db_name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "CMP_BENCH_DATABASE_NAME must be letters, digits and underscores"
+        );
         let admin = connect_db(&admin_url, 1)
             .await
             .context("CMP_BENCH_DATABASE_URL")?;
         admin
             .execute_unprepared(&format!(
-                "DROP DATABASE IF EXISTS \"{DB_NAME}\" WITH (FORCE)"
+                "DROP DATABASE IF EXISTS \"{db_name}\" WITH (FORCE)"
             ))
             .await
-            .context("drop an old cmp_bench")?;
+            .context("drop an old bench database")?;
         admin
-            .execute_unprepared(&format!("CREATE DATABASE \"{DB_NAME}\""))
+            .execute_unprepared(&format!("CREATE DATABASE \"{db_name}\""))
             .await
-            .context("create cmp_bench")?;
+            .context("create the bench database")?;
         let _ = admin.close().await;
-        let db_url = with_database(&admin_url, DB_NAME)?;
+        let db_url = with_database(&admin_url, &db_name)?;
         let db = connect_db(&db_url, 8).await?;
         Migrator::up(&db, None).await.context("migrate cmp_bench")?;
         let redis = redis_pool(&redis_url, 4).await?;
         let env = BenchEnv {
             admin_url,
+            db_name,
             db_url,
             redis_url,
             db,
@@ -103,6 +116,7 @@ impl BenchEnv {
         let redis = redis_pool(redis_url, 4).await?;
         let env = BenchEnv {
             admin_url: self.admin_url.clone(),
+            db_name: self.db_name.clone(),
             db_url: self.db_url.clone(),
             redis_url: redis_url.to_owned(),
             db: self.db.clone(),
@@ -117,16 +131,17 @@ impl BenchEnv {
         self.clean_redis(PREFIX).await?;
         let _ = self.db.close().await;
         if keep {
-            println!("kept database {DB_NAME} ({})", self.db_url);
+            println!("kept database {} ({})", self.db_name, self.db_url);
             return Ok(());
         }
         let admin = connect_db(&self.admin_url, 1).await?;
         admin
             .execute_unprepared(&format!(
-                "DROP DATABASE IF EXISTS \"{DB_NAME}\" WITH (FORCE)"
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.db_name
             ))
             .await
-            .context("drop cmp_bench")?;
+            .context("drop the bench database")?;
         let _ = admin.close().await;
         Ok(())
     }
