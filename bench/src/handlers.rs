@@ -241,9 +241,8 @@ async fn one(
     let rate = checks / secs;
     let commits_per_check = (commits_after - commits_before) as f64 / checks;
     let other = |per_sec: f64| per_sec * secs;
-    let reads = (redis_after.1.saturating_sub(redis_before.1) as f64
-        - other(idle_reads_per_sec))
-    .max(0.0);
+    let reads =
+        (redis_after.1.saturating_sub(redis_before.1) as f64 - other(idle_reads_per_sec)).max(0.0);
     let commands = (redis_after.0.saturating_sub(redis_before.0) as f64
         - other(idle_commands_per_sec))
     .max(0.0);
