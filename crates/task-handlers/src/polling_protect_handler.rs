@@ -33,6 +33,14 @@ use tracing::debug;
 
 const TASK: TaskType = TaskType::Protect;
 
+/// What the unlocked preview found.
+enum Preview {
+    /// Nothing to do: the poll's result (`None`: the card is gone).
+    Done(Option<Polled>),
+    /// The check would act: the locked path reads again and decides.
+    Act,
+}
+
 /// Handles `protect` polls.
 pub struct PollingProtectHandler {
     base: PollingBase,
@@ -44,11 +52,11 @@ impl PollingProtectHandler {
         Self { base, stop_resume }
     }
 
-    /// The protect check on unlocked reads: `Some` when it decides to do nothing (skipped or
-    /// consistent), `None` when it would act (the locked path decides then).
-    async fn preview(&self, card: CardId) -> Result<Option<Option<Polled>>, HandlerError> {
+    /// The protect check on unlocked reads: done when it decides to do nothing (skipped or
+    /// consistent), or the card is gone; otherwise the locked path decides.
+    async fn preview(&self, card: CardId) -> Result<Preview, HandlerError> {
         let Some(snapshot) = self.base.snapshot(card).await? else {
-            return Ok(Some(None));
+            return Ok(Preview::Done(None));
         };
         let protect = match snapshot.card.device_id {
             Some(device) if snapshot.card.real_name_satisfied() => {
@@ -62,18 +70,18 @@ impl PollingProtectHandler {
         match decision {
             None => {
                 debug!(card_id = %card, "standalone or not real-named card: protect check skipped");
-                Ok(Some(Some(Polled::skipped(snapshot.card))))
+                Ok(Preview::Done(Some(Polled::skipped(snapshot.card))))
             }
             Some(decision) if matches!(decision.action, Action::Nothing { .. }) => {
-                Ok(Some(Some(Polled::success(snapshot.card))))
+                Ok(Preview::Done(Some(Polled::success(snapshot.card))))
             }
-            Some(_) => Ok(None),
+            Some(_) => Ok(Preview::Act),
         }
     }
 
     async fn process_card(&self, card: CardIdentity) -> Result<Option<Polled>, HandlerError> {
-        if let Some(decided) = self.preview(card.id).await? {
-            return Ok(decided);
+        if let Preview::Done(polled) = self.preview(card.id).await? {
+            return Ok(polled);
         }
         match self.stop_resume.enforce_protect(card.id).await {
             Ok(ProtectChecked::Skipped { card }) => Ok(Some(Polled::skipped(card))),

@@ -105,18 +105,18 @@ async fn load(
     }
 }
 
+/// The live cards of a batch, and the packages of their covering owners.
+type Read = (
+    HashMap<CardId, Card>,
+    HashMap<PackageOwner, Vec<PackageUsage>>,
+);
+
 /// The live cards among `ids`, and the packages of their covering owners.
 async fn read(
     cards: &dyn CardStore,
     packages: &dyn PackageStore,
     ids: &[CardId],
-) -> Result<
-    (
-        HashMap<CardId, Card>,
-        HashMap<PackageOwner, Vec<PackageUsage>>,
-    ),
-    String,
-> {
+) -> Result<Read, String> {
     let mut unique = ids.to_vec();
     unique.sort_unstable();
     unique.dedup();
