@@ -105,10 +105,8 @@ impl PollingBase {
             .map_err(|message| HandlerError::Redis(QueueError::Batch(message)))
     }
 
-    /// Whether the decision table, given the card and its packages as read, asks for a stop, a
-    /// start or a reason change. A table that says "nothing" without the device's protect
-    /// period also says "nothing" with it, so "no" here means `evaluate_and_act` would do
-    /// nothing either, and the poll can skip its lock and its reads.
+    /// Whether the decision table asks for an action on the card and packages as read ("nothing"
+    /// without the protect period is "nothing" with it: `evaluate_and_act` may be skipped).
     pub(crate) fn table_asks_for_action(&self, card: &Card, packages: &[PackageUsage]) -> bool {
         let preview = decide(card, packages, ProtectEvidence::default(), self.now());
         !matches!(preview.action, Action::Nothing { .. })
