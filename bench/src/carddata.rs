@@ -232,7 +232,7 @@ async fn update(db: &DatabaseConnection, card: i64) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn commits(db: &DatabaseConnection) -> anyhow::Result<u64> {
+pub(crate) async fn commits(db: &DatabaseConnection) -> anyhow::Result<u64> {
     let row = db
         .query_one_raw(Statement::from_string(
             db.get_database_backend(),

@@ -167,6 +167,15 @@ pub(crate) async fn one(env: &BenchEnv, cards: u64, window: Duration) -> anyhow:
 
 /// Ids 1..=n due over the last hour, in the carddata queues.
 pub(crate) async fn load_due(queue: &PollingQueueManager, n: u64) -> anyhow::Result<()> {
+    load_due_of(queue, TaskType::Carddata, n).await
+}
+
+/// Ids 1..=n due over the last hour, in the queues of `task`.
+pub(crate) async fn load_due_of(
+    queue: &PollingQueueManager,
+    task: TaskType,
+    n: u64,
+) -> anyhow::Result<()> {
     let start = Utc::now() - chrono::Duration::hours(1);
     let mut from = 1u64;
     while from <= n {
@@ -180,7 +189,7 @@ pub(crate) async fn load_due(queue: &PollingQueueManager, n: u64) -> anyhow::Res
             })
             .collect();
         queue
-            .requeue_many(TaskType::Carddata, &entries)
+            .requeue_many(task, &entries)
             .await
             .context("load due cards")?;
         from = to + 1;

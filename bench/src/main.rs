@@ -15,6 +15,7 @@ mod cycle;
 mod dequeue;
 mod env;
 mod fleet;
+mod handlers;
 mod initializer;
 mod probes;
 mod report;
@@ -43,11 +44,19 @@ struct Args {
     /// Length of the carddata end-to-end window (default 60; 15 with --quick).
     #[arg(long)]
     carddata_secs: Option<u64>,
+    /// Cards of the handlers scenario (default 60,000; 20,000 with --quick).
+    #[arg(long)]
+    handlers_cards: Option<u64>,
+    /// Measured window of each of the handlers scenario's three runs (default 30; 10 with
+    /// --quick).
+    #[arg(long)]
+    handlers_secs: Option<u64>,
     /// Small sizes, about a minute: for development.
     #[arg(long)]
     quick: bool,
     /// Only these scenarios: initializer (with Redis memory), dequeue, cycle (with worker RSS),
-    /// carddata, fleet (fleet capacity). Repeat or separate with commas.
+    /// carddata, handlers (realname, package and protect in steady state), fleet (fleet
+    /// capacity). Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     only: Vec<Scenario>,
     /// Fleet size of the fleet-capacity scenario's first trial (default 300,000; 30,000 with
@@ -76,6 +85,7 @@ enum Scenario {
     Dequeue,
     Cycle,
     Carddata,
+    Handlers,
     Fleet,
 }
 
@@ -90,6 +100,8 @@ struct Sizes {
     carddata_cards: u64,
     carddata_secs: u64,
     carddata_pool: usize,
+    handlers_cards: u64,
+    handlers_secs: u64,
     reference_update_secs: u64,
     fleet_start: u64,
     fleet_secs: u64,
@@ -103,6 +115,7 @@ impl Sizes {
             vec![
                 Scenario::Cycle,
                 Scenario::Carddata,
+                Scenario::Handlers,
                 Scenario::Initializer,
                 Scenario::Dequeue,
                 Scenario::Fleet,
@@ -119,6 +132,11 @@ impl Sizes {
             carddata_cards: if q { 100_000 } else { 200_000 },
             carddata_secs: args.carddata_secs.unwrap_or(if q { 15 } else { 60 }),
             carddata_pool: args.carddata_pool.max(1),
+            handlers_cards: args
+                .handlers_cards
+                .unwrap_or(if q { 20_000 } else { 60_000 })
+                .max(2),
+            handlers_secs: args.handlers_secs.unwrap_or(if q { 10 } else { 30 }).max(1),
             reference_update_secs: if q { 5 } else { 10 },
             fleet_start: args.fleet_start.unwrap_or(if q { 30_000 } else { 300_000 }),
             fleet_secs: args.fleet_secs.unwrap_or(if q { 20 } else { 60 }).max(1),
@@ -215,6 +233,7 @@ async fn run(env: &env::BenchEnv, scenario: Scenario, s: &Sizes) -> anyhow::Resu
         Scenario::Dequeue => dequeue::run(env, s.dequeue_members, s.dequeue_rounds).await,
         Scenario::Cycle => cycle::run(env, s.cards, Duration::from_secs(s.cycle_window_secs)).await,
         Scenario::Carddata => carddata::run(env, s).await,
+        Scenario::Handlers => handlers::run(env, s).await,
         Scenario::Fleet => {
             capacity::run(env, s.fleet_start, Duration::from_secs(s.fleet_secs)).await
         }

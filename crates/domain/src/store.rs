@@ -237,6 +237,22 @@ pub trait PackageStore: Send + Sync {
     async fn create_usages_bulk(&self, usages: &[NewPackageUsage]) -> StoreResult<u64>;
     /// Every bought package of the owner, any status.
     async fn usages_of(&self, owner: PackageOwner) -> StoreResult<Vec<PackageUsage>>;
+    /// [`usages_of`](Self::usages_of) of many owners at once (the covering packages of the
+    /// cards of concurrent polls); an owner without packages has no entry. The default asks
+    /// one owner at a time; a store overrides it with one read.
+    async fn usages_of_many(
+        &self,
+        owners: &[PackageOwner],
+    ) -> StoreResult<std::collections::HashMap<PackageOwner, Vec<PackageUsage>>> {
+        let mut found = std::collections::HashMap::with_capacity(owners.len());
+        for &owner in owners {
+            let usages = self.usages_of(owner).await?;
+            if !usages.is_empty() {
+                found.insert(owner, usages);
+            }
+        }
+        Ok(found)
+    }
     /// Deducts real megabytes from the owner's valid packages (RULES.md), one transaction.
     async fn deduct_data_usage(
         &self,
@@ -245,7 +261,8 @@ pub trait PackageStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> StoreResult<Vec<DeductionStep>>;
     /// Writes the carrier's view of the owner's packages, matched by `external_id` (insert
-    /// the unknown ones). Returns the number of rows written.
+    /// the unknown ones, rewrite only those that differ). Returns the number of rows written.
+    /// The PostgreSQL store group-commits concurrent calls (`store/src/package_batch.rs`).
     async fn upsert_carrier_packages(
         &self,
         owner: PackageOwner,

@@ -79,6 +79,34 @@ impl ProtectKeys {
         })
     }
 
+    /// [`protect_state`](Self::protect_state) of many devices, in order, in one pipeline (the
+    /// protect polls of many cards read together).
+    pub async fn protect_states(
+        &self,
+        devices: &[DeviceId],
+    ) -> Result<Vec<ProtectState>, QueueError> {
+        if devices.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pipe = self.pool.next().pipeline();
+        for &device in devices {
+            let _: () = pipe
+                .exists(self.keys.render(&RedisKey::ProtectStop { device }))
+                .await?;
+            let _: () = pipe
+                .exists(self.keys.render(&RedisKey::ProtectStart { device }))
+                .await?;
+        }
+        let found: Vec<i64> = pipe.all().await?;
+        Ok(found
+            .chunks(2)
+            .map(|pair| ProtectState {
+                stop: pair.first().is_some_and(|n| *n > 0),
+                start: pair.get(1).is_some_and(|n| *n > 0),
+            })
+            .collect())
+    }
+
     /// Ends both periods. Idempotent.
     pub async fn clear(&self, device: DeviceId) -> Result<(), QueueError> {
         let pipe = self.pool.next().pipeline();

@@ -35,6 +35,6 @@ mod trigger;
 pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
 pub use device::DeviceCardOutcome;
 pub use error::StopResumeError;
-pub use protect::ProtectChecked;
+pub use protect::{ProtectChecked, protect_decision};
 pub use service::{Evaluated, StopResumeService, StopResumeSettings};
 pub use trigger::Trigger;

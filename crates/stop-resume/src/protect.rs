@@ -13,9 +13,10 @@
 //!
 //! A card stopped by an operator (`manual`) is never force-started (invariant 5).
 
-use crate::decision::{self, Action, Decision, NothingWhy};
+use crate::decision::{self, Action, Decision, NothingWhy, ProtectEvidence};
 use crate::{Evaluated, StopResumeError, StopResumeService, Trigger};
-use domain::{CardId, NetworkStatus, StopReason};
+use chrono::{DateTime, Utc};
+use domain::{Card, CardId, NetworkStatus, PackageUsage, StopReason};
 use tracing::{debug, info};
 
 /// What the protect check did.
@@ -37,6 +38,45 @@ impl ProtectChecked {
     }
 }
 
+/// The protect check's decision as a pure function of what it reads (the module's table):
+/// `None` when the card is skipped (standalone, or real-name not satisfied); otherwise the
+/// forced correction inside a period, or the decision table once no period is set.
+/// [`StopResumeService::enforce_protect`] takes it on the card read under the lock; a caller
+/// may take it first on its own reads to learn that there is nothing to do.
+pub fn protect_decision(
+    card: &Card,
+    packages: &[PackageUsage],
+    protect: ProtectEvidence,
+    now: DateTime<Utc>,
+) -> Option<Decision> {
+    card.device_id?;
+    if !card.real_name_satisfied() {
+        return None;
+    }
+    if !protect.active() {
+        return Some(decision::decide(card, packages, protect, now));
+    }
+    let action = match (protect.stop, card.network_status, card.stop_reason) {
+        (true, NetworkStatus::Online, _) => Action::Stopped {
+            reason: StopReason::Protect,
+        },
+        (false, NetworkStatus::Stopped, reason) if reason != Some(StopReason::Manual) => {
+            Action::Started
+        }
+        (_, NetworkStatus::Stopped, Some(StopReason::Manual)) => Action::Nothing {
+            why: NothingWhy::ManualStop,
+        },
+        _ => Action::Nothing {
+            why: NothingWhy::ProtectPeriod,
+        },
+    };
+    Some(Decision {
+        card_id: card.id,
+        action,
+        evidence: decision::evidence(card, packages, protect, now),
+    })
+}
+
 impl StopResumeService {
     /// The protect poll of one card: see the module's table.
     #[tracing::instrument(name = "protect_check", skip_all, fields(card_id = %card_id))]
@@ -46,40 +86,19 @@ impl StopResumeService {
     ) -> Result<ProtectChecked, StopResumeError> {
         self.locked(card_id, async {
             let s = self.load_for_act(card_id).await?;
-            let Some(device) = s.card.device_id else {
-                debug!(card_id = %card_id, "standalone card: protect check skipped");
+            let now = self.clock.now();
+            let Some(decision) = protect_decision(&s.card, &s.packages, s.protect, now) else {
+                debug!(card_id = %card_id, standalone = s.card.device_id.is_none(),
+                    "standalone or not real-named card: protect check skipped");
                 return Ok(ProtectChecked::Skipped { card: s.card });
             };
-            if !s.card.real_name_satisfied() {
-                debug!(card_id = %card_id, "not real-named: protect check skipped");
-                return Ok(ProtectChecked::Skipped { card: s.card });
-            }
-            let now = self.clock.now();
-            if !s.protect.active() {
-                let decision = decision::decide(&s.card, &s.packages, s.protect, now);
-                let evaluated = self.act(s.card, decision, Trigger::Protect).await?;
+            let in_period = s.protect.active();
+            let device = s.card.device_id;
+            let evaluated = self.act(s.card, decision, Trigger::Protect).await?;
+            if !in_period {
                 return Ok(ProtectChecked::Decided(evaluated));
             }
-            let action = match (s.protect.stop, s.card.network_status, s.card.stop_reason) {
-                (true, NetworkStatus::Online, _) => Action::Stopped {
-                    reason: StopReason::Protect,
-                },
-                (false, NetworkStatus::Stopped, reason) if reason != Some(StopReason::Manual) => {
-                    Action::Started
-                }
-                (_, NetworkStatus::Stopped, Some(StopReason::Manual)) => Action::Nothing {
-                    why: NothingWhy::ManualStop,
-                },
-                _ => Action::Nothing {
-                    why: NothingWhy::ProtectPeriod,
-                },
-            };
-            let decision = Decision {
-                card_id,
-                action,
-                evidence: decision::evidence(&s.card, &s.packages, s.protect, now),
-            };
-            let evaluated = self.act(s.card, decision, Trigger::Protect).await?;
+            let device = device.map(|d| d.to_string()).unwrap_or_default();
             match evaluated.decision.action {
                 Action::Stopped { .. } => info!(card_id = %card_id, device_id = %device,
                     "保护期强制停机: cardID={card_id}, deviceID={device} (protect period: card forced to stop)"),

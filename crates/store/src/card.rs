@@ -9,6 +9,7 @@ use crate::card_sql::{
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
 use crate::error::{bad_column, db_err, not_found};
+use crate::realname_batch::{RealNameAnswer, RealNamePoll};
 use crate::sql::{col, count, models, paged, stmt};
 use crate::usage_batch::{UsageAnswer, UsagePoll};
 use async_trait::async_trait;
@@ -35,12 +36,15 @@ pub struct PgCardStore {
     db: DatabaseConnection,
     /// Group commit of `record_usage` (see `usage_batch.rs`), shared by clones.
     usage: Batcher<UsagePoll, UsageAnswer>,
+    /// Group commit of `set_real_name` (see `realname_batch.rs`), shared by clones.
+    real_name: Batcher<RealNamePoll, RealNameAnswer>,
 }
 
 impl PgCardStore {
     pub fn new(db: DatabaseConnection) -> Self {
         PgCardStore {
             usage: crate::usage_batch::writer(db.clone()),
+            real_name: crate::realname_batch::writer(db.clone()),
             db,
         }
     }
@@ -303,7 +307,10 @@ impl CardStore for PgCardStore {
         id: CardId,
         status: RealNameStatus,
     ) -> StoreResult<Option<RealNameWrite>> {
-        crate::usage::set_real_name(&self.db, id, status).await
+        self.real_name
+            .submit(RealNamePoll { id, status })
+            .await
+            .map_err(|closed| StoreError::Database(closed.to_string()))?
     }
 
     async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card> {

@@ -1,16 +1,17 @@
 //! [`PgPackageStore`]: products (`tb_package`) and bought packages (`tb_package_usage`),
 //! including the deduction shared with `record_usage` and the periodic batch jobs.
 
-use crate::bulk::{BULK_CHUNK, insert_usages, push_opt};
+use crate::bulk::{BULK_CHUNK, insert_usages};
 use crate::convert::{self, owner_of};
 use crate::entity::{package, package_usage};
 use crate::error::db_err;
+use crate::package_batch::{CarrierReport, ReportAnswer};
 use crate::package_sql::{
     ACTIVATE_ON_REALNAME, ADD_USED, APPLY_RESETS, EXPIRE_AND_ACTIVATE, LOCK_DUE_RESETS, LOCK_VALID,
-    UPSERT_CARRIER,
 };
 use crate::sql::{col, models, stmt};
 use async_trait::async_trait;
+use batch::Batcher;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use domain::calendar::{local_day, next_monthly_reset};
@@ -30,13 +31,22 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct PgPackageStore {
     db: DatabaseConnection,
+    /// Group commit of `upsert_carrier_packages` (see `package_batch.rs`), shared by clones.
+    carrier: Batcher<CarrierReport, ReportAnswer>,
 }
 
 impl PgPackageStore {
     pub fn new(db: DatabaseConnection) -> Self {
-        PgPackageStore { db }
+        PgPackageStore {
+            carrier: crate::package_batch::writer(db.clone()),
+            db,
+        }
     }
 }
+
+/// Every package of the owners of `cards` and of `devices`, in id order.
+const USAGES_OF_MANY: &str = "SELECT * FROM tb_package_usage \
+     WHERE iot_card_id = ANY($1) OR device_id = ANY($2) ORDER BY id";
 
 /// Plans and applies a deduction inside the caller's transaction: locks the owner's valid
 /// packages (`FOR UPDATE`, in deduction order), plans with `domain::plan_deduction` and adds
@@ -171,6 +181,33 @@ impl PackageStore for PgPackageStore {
             .collect()
     }
 
+    async fn usages_of_many(
+        &self,
+        owners: &[PackageOwner],
+    ) -> StoreResult<HashMap<PackageOwner, Vec<PackageUsage>>> {
+        let (mut cards, mut devices) = (Vec::new(), Vec::new());
+        for owner in owners {
+            match owner {
+                PackageOwner::Card(c) => cards.push(c.get()),
+                PackageOwner::Device(d) => devices.push(d.get()),
+            }
+        }
+        if cards.is_empty() && devices.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = models::<package_usage::Entity, _>(
+            &self.db,
+            stmt(USAGES_OF_MANY, [cards.into(), devices.into()]),
+        )
+        .await?;
+        let mut found: HashMap<PackageOwner, Vec<PackageUsage>> = HashMap::new();
+        for row in rows {
+            let usage = convert::package_usage(row)?;
+            found.entry(usage.owner).or_default().push(usage);
+        }
+        Ok(found)
+    }
+
     async fn deduct_data_usage(
         &self,
         owner: PackageOwner,
@@ -191,48 +228,17 @@ impl PackageStore for PgPackageStore {
         owner: PackageOwner,
         packages: &[CarrierPackage],
     ) -> StoreResult<u64> {
-        // One row per external_id (the last report wins): ON CONFLICT DO UPDATE refuses to
-        // touch the same row twice in one statement.
-        let mut last: HashMap<&str, usize> = HashMap::with_capacity(packages.len());
-        for (i, p) in packages.iter().enumerate() {
-            last.insert(p.external_id.as_str(), i);
-        }
-        let mut keep: Vec<usize> = last.into_values().collect();
-        keep.sort_unstable();
-        if keep.is_empty() {
+        if packages.is_empty() {
             return Ok(0);
         }
-        let (mut ext, mut status, mut used) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut limit, mut has_limit) = (Vec::new(), Vec::new());
-        let (mut act, mut has_act, mut exp, mut has_exp) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for p in keep.iter().filter_map(|&i| packages.get(i)) {
-            ext.push(p.external_id.clone());
-            status.push(p.status.as_str().to_owned());
-            used.push(p.used_mb);
-            push_opt(&mut limit, &mut has_limit, p.limit_mb);
-            push_opt(&mut act, &mut has_act, p.activated_at);
-            push_opt(&mut exp, &mut has_exp, p.expires_at);
-        }
-        let (sql, id) = UPSERT_CARRIER.pick(owner);
-        let values: Vec<Value> = vec![
-            id.into(),
-            ext.into(),
-            status.into(),
-            used.into(),
-            limit.into(),
-            has_limit.into(),
-            act.into(),
-            has_act.into(),
-            exp.into(),
-            has_exp.into(),
-        ];
-        let res = self
-            .db
-            .execute_raw(stmt(sql, values))
+        let report = CarrierReport {
+            owner,
+            packages: packages.to_vec(),
+        };
+        self.carrier
+            .submit(report)
             .await
-            .map_err(db_err)?;
-        Ok(res.rows_affected())
+            .map_err(|closed| domain::StoreError::Database(closed.to_string()))?
     }
 
     async fn activate_on_realname(

@@ -86,39 +86,6 @@ macro_rules! activate_on_realname_sql {
     };
 }
 
-/// Writes the carrier's packages of one owner. Rows whose carrier view did not change are not
-/// rewritten (no dead tuple, no WAL), so the count is "inserted or changed".
-macro_rules! upsert_carrier_sql {
-    ($owner:literal) => {
-        concat!(
-            "INSERT INTO tb_package_usage (",
-            $owner,
-            ", external_id, status, used_mb, data_limit_mb, activated_at, expires_at) \
-             SELECT $1::bigint, t.external_id, t.status, t.used_mb, \
-                    CASE WHEN t.has_limit THEN t.limit_mb END, \
-                    CASE WHEN t.has_activated THEN t.activated_at END, \
-                    CASE WHEN t.has_expires THEN t.expires_at END \
-             FROM UNNEST($2::varchar[], $3::varchar[], $4::numeric[], $5::numeric[], $6::bool[], \
-                         $7::timestamptz[], $8::bool[], $9::timestamptz[], $10::bool[]) \
-                  AS t(external_id, status, used_mb, limit_mb, has_limit, activated_at, \
-                       has_activated, expires_at, has_expires) \
-             ON CONFLICT (",
-            $owner,
-            ", external_id) WHERE ",
-            $owner,
-            " IS NOT NULL AND external_id IS NOT NULL \
-             DO UPDATE SET status = EXCLUDED.status, used_mb = EXCLUDED.used_mb, \
-                 data_limit_mb = EXCLUDED.data_limit_mb, activated_at = EXCLUDED.activated_at, \
-                 expires_at = EXCLUDED.expires_at, updated_at = now() \
-             WHERE (tb_package_usage.status, tb_package_usage.used_mb, \
-                    tb_package_usage.data_limit_mb, tb_package_usage.activated_at, \
-                    tb_package_usage.expires_at) \
-                   IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.used_mb, EXCLUDED.data_limit_mb, \
-                                     EXCLUDED.activated_at, EXCLUDED.expires_at)"
-        )
-    };
-}
-
 pub(crate) const ADD_USED: &str = r#"
 UPDATE tb_package_usage p SET used_mb = p.used_mb + v.add_mb, updated_at = $3
 FROM UNNEST($1::bigint[], $2::numeric[]) AS v(id, add_mb)
@@ -208,11 +175,6 @@ WHERE u.id = v.id
 pub(crate) const LOCK_VALID: OwnerSql = OwnerSql {
     card: lock_valid_sql!("iot_card_id"),
     device: lock_valid_sql!("device_id"),
-};
-
-pub(crate) const UPSERT_CARRIER: OwnerSql = OwnerSql {
-    card: upsert_carrier_sql!("iot_card_id"),
-    device: upsert_carrier_sql!("device_id"),
 };
 
 pub(crate) const ACTIVATE_ON_REALNAME: OwnerSql = OwnerSql {

@@ -101,7 +101,7 @@ async fn flush(db: &DatabaseConnection, polls: &[UsagePoll]) -> Vec<UsageAnswer>
 }
 
 /// Deadlock (40P01) or serialization failure (40001).
-fn retryable(error: &StoreError) -> bool {
+pub(crate) fn retryable(error: &StoreError) -> bool {
     let text = error.to_string();
     text.contains("deadlock") || text.contains("could not serialize")
 }

@@ -24,6 +24,7 @@ mod polling_package_handler;
 mod polling_protect_handler;
 mod polling_realname_handler;
 mod registry;
+mod snapshots;
 mod telemetry;
 
 pub use error::HandlerError;

@@ -1,14 +1,19 @@
 //! [`PollingBase`]: what the four handlers share (seed: `polling_base.go`).
 
 use crate::identities::IdentityLoader;
+use crate::snapshots::{Snapshot, SnapshotLoader};
 use crate::{HandlerError, HandlerSettings};
 use chrono::{DateTime, Utc};
-use domain::{Card, CardId, CardIdentity, Clock, StoreError, TaskType};
+use domain::{Card, CardId, CardIdentity, Clock, DeviceId, PackageUsage, StoreError, TaskType};
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
-use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
+use polling_queue::{
+    CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, ProtectState, QueueError,
+    TaskCounters,
+};
 use std::sync::Arc;
 use std::time::Duration;
+use stop_resume::{Action, ProtectEvidence, decide};
 use tracing::{debug, warn};
 
 /// Concurrency slots, the card cache, rescheduling, the matched interval and the lifecycle
@@ -22,6 +27,9 @@ pub struct PollingBase {
     pub(crate) cache: CardCache,
     /// Reads the identities of concurrent polls together (cache pipeline, one store read).
     pub(crate) identities: IdentityLoader,
+    /// Reads the cards, packages and protect states of concurrent package and protect polls
+    /// together (the preview before a locked evaluation).
+    pub(crate) snapshots: SnapshotLoader,
     pub(crate) counters: TaskCounters,
     pub(crate) lifecycle: PollingLifecycleService,
     pub(crate) clock: Arc<dyn Clock>,
@@ -75,6 +83,33 @@ impl PollingBase {
             .get(card_id)
             .await
             .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+    }
+
+    /// The card and its covering packages as the store holds them now, read together with
+    /// those of concurrent polls. `None`: the card does not exist or is deleted.
+    pub(crate) async fn snapshot(&self, card_id: CardId) -> Result<Option<Snapshot>, HandlerError> {
+        self.snapshots
+            .snapshot(card_id)
+            .await
+            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+    }
+
+    /// The device's protect periods, read together with those of concurrent polls.
+    pub(crate) async fn protect_state(
+        &self,
+        device: DeviceId,
+    ) -> Result<ProtectState, HandlerError> {
+        self.snapshots
+            .protect_state(device)
+            .await
+            .map_err(|message| HandlerError::Redis(QueueError::Batch(message)))
+    }
+
+    /// Whether the decision table asks for an action on the card and packages as read ("nothing"
+    /// without the protect period is "nothing" with it: `evaluate_and_act` may be skipped).
+    pub(crate) fn table_asks_for_action(&self, card: &Card, packages: &[PackageUsage]) -> bool {
+        let preview = decide(card, packages, ProtectEvidence::default(), self.now());
+        !matches!(preview.action, Action::Nothing { .. })
     }
 
     /// Stores the card's identity. If Redis refuses, the entry is dropped instead so that the

@@ -4,6 +4,13 @@
 //! the covering owner (the device when the card is bound, else the card), then lets
 //! `stop-resume` decide: a renewed package resumes a card stopped for `traffic_exhausted` or
 //! `no_package`. Package processing here is data collection and store writes only.
+//!
+//! Most polls change nothing: the carrier reports the packages the store already holds (the
+//! store then writes nothing, and group-commits the writes of concurrent polls). So, as the
+//! usage poll does, the handler first reads the card and its packages (together with
+//! concurrent polls) and asks the decision table, a pure function; only when the table asks
+//! for an action does it pay for `evaluate_and_act`, which takes the card's lock and decides
+//! again on fresh reads.
 
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler};
 use domain::store::PackageStore;
@@ -55,6 +62,16 @@ impl PollingPackageHandler {
             .await?;
         debug!(card_id = %card.id, owner = ?owner, reported = reported.len(), written,
             "carrier packages written");
+        // Read after the write: the snapshot holds the packages just written.
+        let Some(snapshot) = self.base.snapshot(card.id).await? else {
+            return Ok(None);
+        };
+        if !self
+            .base
+            .table_asks_for_action(&snapshot.card, &snapshot.packages)
+        {
+            return Ok(Some(Polled::success(snapshot.card)));
+        }
         match self.stop_resume.evaluate(card.id, Trigger::Package).await {
             Ok(evaluated) => Ok(Some(Polled::success(evaluated.card))),
             Err(StopResumeError::CardNotFound(_)) => Ok(None),

@@ -1,6 +1,7 @@
 //! The one place that builds the four handlers from their dependencies.
 
 use crate::identities::IdentityLoader;
+use crate::snapshots::SnapshotLoader;
 use crate::{
     PollingBase, PollingCarddataHandler, PollingPackageHandler, PollingProtectHandler,
     PollingRealnameHandler, Registry, TaskHandler,
@@ -83,6 +84,11 @@ impl HandlerDeps {
                 self.cache.clone(),
                 self.cards.clone(),
                 self.devices.clone(),
+            ),
+            snapshots: SnapshotLoader::new(
+                self.cards.clone(),
+                self.packages.clone(),
+                self.protect.clone(),
             ),
             counters: self.counters.clone(),
             lifecycle: self.lifecycle.clone(),

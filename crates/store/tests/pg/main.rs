@@ -2,6 +2,7 @@
 //! fresh database cloned from the migrated template (`test_support::TestDb`).
 
 mod admin;
+mod batches;
 mod bulk;
 mod calendar;
 mod cards;
