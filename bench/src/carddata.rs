@@ -187,7 +187,23 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     .note(format!(
         "INFO stats total_reads_processed over the window (server-wide); {redis_commands_per_check:.2} commands per check"
     ));
-    Ok(vec![row, commits_row, redis_row])
+    let commands_row = Row::new(
+        "Redis commands per carddata check".to_owned(),
+        redis_commands_per_check,
+        "commands",
+        None,
+        Target::Reported,
+    )
+    .note("INFO stats total_commands_processed over the window (server-wide), pipelined or not; a script counts as one");
+    let cpu_row = Row::new(
+        "worker CPU per carddata check".to_owned(),
+        cpu_per_check_us,
+        "us",
+        None,
+        Target::Reported,
+    )
+    .note("user + system CPU of the bench process (the worker's pools and the in-process gateway-sim) over the window, per check; PostgreSQL and Redis not included");
+    Ok(vec![row, commits_row, redis_row, commands_row, cpu_row])
 }
 
 /// Single-row durable UPDATEs by primary key, 8 connections, for `window`: per second.

@@ -16,6 +16,8 @@ pub(crate) enum Target {
     FigureAtLeast(f64),
     /// The figure itself must not exceed this.
     FigureAtMost(f64),
+    /// No target: a figure of the budget, reported so that a change shows.
+    Reported,
 }
 
 impl Target {
@@ -25,6 +27,7 @@ impl Target {
             Target::RatioAtLeast(v) => format!("ratio >= {v}"),
             Target::FigureAtLeast(v) => format!(">= {} {unit}", fmt_num(v)),
             Target::FigureAtMost(v) => format!("<= {} {unit}", fmt_num(v)),
+            Target::Reported => "reported".to_owned(),
         }
     }
 
@@ -35,6 +38,7 @@ impl Target {
             Target::RatioAtLeast(l) => (ratio, l, false, "ratio"),
             Target::FigureAtLeast(l) => (Some(figure), l, false, "figure"),
             Target::FigureAtMost(l) => (Some(figure), l, true, "figure"),
+            Target::Reported => return (None, None),
         };
         let Some(v) = value.filter(|v| v.is_finite()) else {
             return (None, None);
