@@ -56,6 +56,26 @@ impl PollingLifecycleService {
         Ok(aligned)
     }
 
+    /// Adds the card, due now, to each type the config matching `card` schedules that it is
+    /// not in (`ZADD NX`: entries it has keep their scores); removes nothing. A writer calls it
+    /// with the facts it is about to write, before writing them, so that a process that dies
+    /// between the write and its [`Self::on_card_facts_changed`] leaves the card in every queue
+    /// the new facts schedule. Should the write not happen, an entry added here that the card's
+    /// config does not schedule leaves at its next poll. Returns the entries added.
+    pub async fn add_scheduled(&self, card: &Card) -> Result<u64, LifecycleError> {
+        if !self.polling_allowed(card).await? {
+            return Ok(0);
+        }
+        let wanted = self
+            .configs
+            .snapshot()
+            .scheduled_types(&card.match_fields());
+        Ok(self
+            .queue
+            .add_missing(&[(card.id, wanted)], self.clock.now())
+            .await?)
+    }
+
     /// The card's switch, then its device's (one read, only for a bound, enabled card).
     async fn polling_allowed(&self, card: &Card) -> Result<bool, LifecycleError> {
         if card.deleted_at.is_some() || !card.enable_polling {

@@ -32,6 +32,7 @@ mod convert;
 mod device;
 pub mod entity;
 mod error;
+mod group_commit;
 mod intent;
 mod manual_trigger;
 mod metrics_history;

@@ -15,11 +15,12 @@
 
 use crate::bulk::push_opt;
 use crate::error::db_err;
+use crate::group_commit;
 use crate::sql::{col, stmt};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
 use domain::store::StoreResult;
-use domain::{CarrierPackage, PackageOwner, StoreError};
+use domain::{CarrierPackage, PackageOwner};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, TransactionTrait, Value};
 use std::collections::{HashMap, HashSet};
@@ -87,24 +88,9 @@ pub(crate) fn writer(db: DatabaseConnection) -> Batcher<CarrierReport, ReportAns
 }
 
 async fn flush(db: &DatabaseConnection, reports: &[CarrierReport]) -> Vec<ReportAnswer> {
-    let mut result = write(db, reports).await;
-    if let Err(error) = &result
-        && crate::usage_batch::retryable(error)
-    {
-        tracing::debug!(polls = reports.len(), %error, "package batch lost a lock conflict; retried once");
-        result = write(db, reports).await;
-    }
-    match result {
-        Ok(answers) => answers,
-        Err(error) => {
-            tracing::warn!(polls = reports.len(), %error, "package batch failed; nothing written");
-            let message = error.to_string();
-            reports
-                .iter()
-                .map(|_| Err(StoreError::Database(message.clone())))
-                .collect()
-        }
-    }
+    group_commit::retried("package", reports.len(), || write(db, reports))
+        .await
+        .unwrap_or_else(|error| group_commit::each_failed(reports.len(), &error))
 }
 
 /// `(is a device, owner id)`.

@@ -17,10 +17,11 @@
 use crate::convert;
 use crate::entity::iot_card;
 use crate::error::db_err;
+use crate::group_commit;
 use crate::sql::{models, stmt};
 use batch::Batcher;
 use domain::store::{RealNameWrite, StoreResult};
-use domain::{CardId, RealNameStatus, StoreError};
+use domain::{CardId, RealNameStatus};
 use sea_orm::{DatabaseConnection, TransactionTrait};
 use std::collections::HashMap;
 
@@ -56,24 +57,9 @@ pub(crate) fn writer(db: DatabaseConnection) -> Batcher<RealNamePoll, RealNameAn
 }
 
 async fn flush(db: &DatabaseConnection, polls: &[RealNamePoll]) -> Vec<RealNameAnswer> {
-    let mut result = write(db, polls).await;
-    if let Err(error) = &result
-        && crate::usage_batch::retryable(error)
-    {
-        tracing::debug!(polls = polls.len(), %error, "real-name batch lost a lock conflict; retried once");
-        result = write(db, polls).await;
-    }
-    match result {
-        Ok(answers) => answers,
-        Err(error) => {
-            tracing::warn!(polls = polls.len(), %error, "real-name batch failed; nothing written");
-            let message = error.to_string();
-            polls
-                .iter()
-                .map(|_| Err(StoreError::Database(message.clone())))
-                .collect()
-        }
-    }
+    group_commit::retried("real-name", polls.len(), || write(db, polls))
+        .await
+        .unwrap_or_else(|error| group_commit::each_failed(polls.len(), &error))
 }
 
 /// The round of each poll: its card's number of earlier polls in the batch.

@@ -15,6 +15,7 @@
 use crate::convert;
 use crate::entity::{iot_card, package_usage};
 use crate::error::db_err;
+use crate::group_commit;
 use crate::sql::{col, models, stmt};
 use batch::Batcher;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -78,32 +79,12 @@ pub(crate) fn writer(db: DatabaseConnection) -> Batcher<UsagePoll, UsageAnswer> 
 }
 
 async fn flush(db: &DatabaseConnection, polls: &[UsagePoll]) -> Vec<UsageAnswer> {
-    let mut result = write(db, polls).await;
-    if let Err(error) = &result
-        && retryable(error)
-    {
-        tracing::debug!(polls = polls.len(), %error, "usage batch lost a lock conflict; retried once");
-        result = write(db, polls).await;
-    }
+    let result = group_commit::retried("usage", polls.len(), || write(db, polls)).await;
     metrics::histogram!("cmp_usage_batch_size").record(polls.len() as f64);
-    match result {
-        Ok(answers) => answers,
-        Err(error) => {
-            tracing::warn!(polls = polls.len(), %error, "usage batch failed; nothing written");
-            metrics::counter!("cmp_usage_batch_failures_total").increment(1);
-            let message = error.to_string();
-            polls
-                .iter()
-                .map(|_| Err(StoreError::Database(message.clone())))
-                .collect()
-        }
-    }
-}
-
-/// Deadlock (40P01) or serialization failure (40001).
-pub(crate) fn retryable(error: &StoreError) -> bool {
-    let text = error.to_string();
-    text.contains("deadlock") || text.contains("could not serialize")
+    result.unwrap_or_else(|error| {
+        metrics::counter!("cmp_usage_batch_failures_total").increment(1);
+        group_commit::each_failed(polls.len(), &error)
+    })
 }
 
 /// A card of the batch as the earlier polls of the batch left it.

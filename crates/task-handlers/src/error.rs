@@ -27,4 +27,7 @@ pub enum HandlerError {
     Redis(#[from] QueueError),
     #[error("stop/resume: {0}")]
     StopResume(#[from] StopResumeError),
+    /// The card could not be added to the queues its new facts schedule.
+    #[error("queues: {0}")]
+    Lifecycle(#[from] lifecycle::LifecycleError),
 }

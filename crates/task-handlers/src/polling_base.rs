@@ -1,16 +1,13 @@
 //! [`PollingBase`]: what the four handlers share (seed: `polling_base.go`).
 
 use crate::identities::IdentityLoader;
-use crate::snapshots::{Snapshot, SnapshotLoader};
+use crate::snapshots::SnapshotLoader;
 use crate::{HandlerError, HandlerSettings};
 use chrono::{DateTime, Utc};
-use domain::{Card, CardId, CardIdentity, Clock, DeviceId, PackageUsage, StoreError, TaskType};
+use domain::{Card, CardId, CardIdentity, Clock, PackageUsage, StoreError, TaskType};
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
-use polling_queue::{
-    CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, ProtectState, QueueError,
-    TaskCounters,
-};
+use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
 use std::sync::Arc;
 use std::time::Duration;
 use stop_resume::{Action, ProtectEvidence, decide};
@@ -83,26 +80,6 @@ impl PollingBase {
             .get(card_id)
             .await
             .map_err(|message| HandlerError::Store(StoreError::Database(message)))
-    }
-
-    /// The card and its covering packages as the store holds them now, read together with
-    /// those of concurrent polls. `None`: the card does not exist or is deleted.
-    pub(crate) async fn snapshot(&self, card_id: CardId) -> Result<Option<Snapshot>, HandlerError> {
-        self.snapshots
-            .snapshot(card_id)
-            .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
-    }
-
-    /// The device's protect periods, read together with those of concurrent polls.
-    pub(crate) async fn protect_state(
-        &self,
-        device: DeviceId,
-    ) -> Result<ProtectState, HandlerError> {
-        self.snapshots
-            .protect_state(device)
-            .await
-            .map_err(|message| HandlerError::Redis(QueueError::Batch(message)))
     }
 
     /// Whether the decision table asks for an action on the card and packages as read ("nothing"

@@ -1,6 +1,9 @@
 //! The real-name poll (seed: `polling_realname_handler.go`).
 //!
-//! Asks the carrier for the card's real-name status and writes it only when it changed. On
+//! Asks the carrier for the card's real-name status and writes it only when it changed (the
+//! card is read first, together with the cards of concurrent polls; the write is a
+//! compare-and-set, group-committed). Before a change is written the card joins the queues its
+//! new config schedules; after it, its queues are aligned (entries no longer scheduled leave). On
 //! 0 -> 1 it activates the packages waiting for real-name (the card's, or its device's) and
 //! then asks `stop-resume` to evaluate, so a card stopped for `not_realname` resumes at once
 //! instead of at its next usage or package poll.
@@ -53,20 +56,26 @@ impl PollingRealnameHandler {
                 "实名查询失败: cardID={}, error={error} (real-name query failed)", identity.id);
                 error
             })?;
+        // The common poll changes nothing: read (with the concurrent polls' cards) and compare.
+        let Some(mut card) = self.base.card_now(identity.id).await? else {
+            return Ok(None);
+        };
+        if card.real_name_status == status {
+            return self.unchanged(card).await;
+        }
+        // Before the status is written, the card joins every queue the config matching the new
+        // status schedules: a process that dies between the write and the alignment after it
+        // must not leave the card out of them, since the next poll would find nothing changed.
+        card.real_name_status = status;
+        self.base.lifecycle.add_scheduled(&card).await?;
         // Compare-and-set in the statement: whether the status changed is the database's
-        // answer, not a comparison with a copy of the card.
+        // answer, not the comparison above (another poll of the card may have written it).
         let Some(written) = self.cards.set_real_name(identity.id, status).await? else {
             return Ok(None);
         };
         let mut card = written.card;
         if !written.changed {
-            if resume_pending(&card) {
-                // Verified, yet still stopped for `not_realname`: the activation or evaluation
-                // that should have followed the 0 -> 1 change failed. Do them again (both are
-                // idempotent) rather than wait.
-                self.activate_and_evaluate(&mut card).await?;
-            }
-            return Ok(Some(Polled::success(card)));
+            return self.unchanged(card).await;
         }
         let verified = status == RealNameStatus::Verified;
         if verified {
@@ -92,6 +101,17 @@ impl PollingRealnameHandler {
             warn!(card_id = %card.id, %error, "cannot align the card's queues with its new real-name status");
         }
         if verified {
+            self.activate_and_evaluate(&mut card).await?;
+        }
+        Ok(Some(Polled::success(card)))
+    }
+
+    /// The status the carrier reports is the card's already.
+    async fn unchanged(&self, mut card: Card) -> Result<Option<Polled>, HandlerError> {
+        if resume_pending(&card) {
+            // Verified, yet still stopped for `not_realname`: the activation or evaluation
+            // that should have followed the 0 -> 1 change failed. Do them again (both are
+            // idempotent) rather than wait.
             self.activate_and_evaluate(&mut card).await?;
         }
         Ok(Some(Polled::success(card)))

@@ -1,6 +1,6 @@
-//! What the package and protect polls decide from, read together across concurrent polls: one
-//! store read of the cards, one of their covering packages, and one pipeline of the devices'
-//! protect keys. Each poll still asks for its own card and gets its own answer (see `batch`).
+//! What the real-name, package and protect polls decide from, read together across concurrent
+//! polls: one store read of the cards, one of their covering packages, and one pipeline of the
+//! devices' protect keys. Each poll still asks for its own card and gets its own answer (see `batch`).
 //!
 //! These reads are a preview: the poll applies the decision table (or the protect check) to
 //! them and only takes the card's lock and reads again (`stop-resume`) when the table asks
@@ -8,10 +8,11 @@
 //! writer of a fact evaluates the card) or to the next poll, exactly as a change made after a
 //! locked read is.
 
+use crate::{HandlerError, PollingBase};
 use batch::Batcher;
 use domain::store::{CardStore, PackageStore};
-use domain::{Card, CardId, DeviceId, PackageOwner, PackageUsage};
-use polling_queue::{ProtectKeys, ProtectState};
+use domain::{Card, CardId, DeviceId, PackageOwner, PackageUsage, StoreError};
+use polling_queue::{ProtectKeys, ProtectState, QueueError};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -33,8 +34,12 @@ pub(crate) type SnapshotAnswer = Result<Option<Snapshot>, String>;
 #[derive(Clone, Debug)]
 pub(crate) struct SnapshotLoader {
     cards: Batcher<CardId, SnapshotAnswer>,
+    cards_only: Batcher<CardId, CardAnswer>,
     protect: Batcher<DeviceId, Result<ProtectState, String>>,
 }
+
+/// One card as the store holds it: `None` when it does not exist (or is deleted).
+pub(crate) type CardAnswer = Result<Option<Card>, String>;
 
 impl SnapshotLoader {
     pub(crate) fn new(
@@ -42,6 +47,13 @@ impl SnapshotLoader {
         packages: Arc<dyn PackageStore>,
         protect: ProtectKeys,
     ) -> Self {
+        let card_only_reader = {
+            let cards = cards.clone();
+            Batcher::new("cards", MAX_BATCH, move |ids: Vec<CardId>| {
+                let cards = cards.clone();
+                async move { load_cards(cards.as_ref(), &ids).await }
+            })
+        };
         let card_reader = Batcher::new("card snapshots", MAX_BATCH, move |ids: Vec<CardId>| {
             let (cards, packages) = (cards.clone(), packages.clone());
             async move { load(cards.as_ref(), packages.as_ref(), &ids).await }
@@ -64,8 +76,17 @@ impl SnapshotLoader {
         );
         Self {
             cards: card_reader,
+            cards_only: card_only_reader,
             protect: protect_reader,
         }
+    }
+
+    /// The card alone, without its packages.
+    pub(crate) async fn card(&self, card: CardId) -> CardAnswer {
+        self.cards_only
+            .submit(card)
+            .await
+            .map_err(|closed| closed.to_string())?
     }
 
     pub(crate) async fn snapshot(&self, card: CardId) -> SnapshotAnswer {
@@ -80,6 +101,58 @@ impl SnapshotLoader {
             .submit(device)
             .await
             .map_err(|closed| closed.to_string())?
+    }
+}
+
+/// The readers as the handlers call them: each answer carries the handler's error type.
+impl PollingBase {
+    /// The card and its covering packages as the store holds them now, read together with
+    /// those of concurrent polls. `None`: the card does not exist or is deleted.
+    pub(crate) async fn snapshot(&self, card_id: CardId) -> Result<Option<Snapshot>, HandlerError> {
+        self.snapshots
+            .snapshot(card_id)
+            .await
+            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+    }
+
+    /// The card as the store holds it now (no packages), read together with those of
+    /// concurrent polls. `None`: the card does not exist or is deleted.
+    pub(crate) async fn card_now(&self, card_id: CardId) -> Result<Option<Card>, HandlerError> {
+        self.snapshots
+            .card(card_id)
+            .await
+            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+    }
+
+    /// The device's protect periods, read together with those of concurrent polls.
+    pub(crate) async fn protect_state(
+        &self,
+        device: DeviceId,
+    ) -> Result<ProtectState, HandlerError> {
+        self.snapshots
+            .protect_state(device)
+            .await
+            .map_err(|message| HandlerError::Redis(QueueError::Batch(message)))
+    }
+}
+
+async fn load_cards(cards: &dyn CardStore, ids: &[CardId]) -> Vec<CardAnswer> {
+    let mut unique = ids.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    match cards.get_many(&unique).await {
+        Ok(rows) => {
+            let found: HashMap<CardId, Card> = rows
+                .into_iter()
+                .filter(|card| card.deleted_at.is_none())
+                .map(|card| (card.id, card))
+                .collect();
+            ids.iter().map(|id| Ok(found.get(id).cloned())).collect()
+        }
+        Err(error) => {
+            let message = error.to_string();
+            ids.iter().map(|_| Err(message.clone())).collect()
+        }
     }
 }
 

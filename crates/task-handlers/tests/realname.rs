@@ -7,7 +7,7 @@ use domain::{NetworkStatus, PackageOwner, PackageStatus, RealNameStatus, StopRea
 use gateway::CallKind;
 use gateway_sim::{Script, ScriptStep, SimCardPatch};
 use rust_decimal_macros::dec;
-use task_handlers::Outcome;
+use task_handlers::{Outcome, TaskHandler};
 use tracing_test::traced_test;
 
 fn carrier_verifies(w: &World, card: i64) {
@@ -199,4 +199,69 @@ async fn query_failure_retries() {
     );
     let stats = w.counters.read(TaskType::Realname).await.expect("stats");
     assert_eq!((stats.success, stats.failure), (0, 1));
+}
+
+/// A process killed between the real-name write and the alignment after it (here: the write
+/// commits and its answer is lost) still leaves the card in the queues its new config
+/// schedules. The next poll finds the status already written and changes nothing, so only the
+/// entries added before the write can be there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_write_answer_is_lost_leaves_the_card_in_its_new_queues() {
+    let w = World::new().await;
+    // Cards not yet real-named are not protect-polled; real-named ones match "all cards".
+    w.stores
+        .configs
+        .insert(&domain::PollingConfigInput {
+            name: "not real-named".into(),
+            priority: 5,
+            card_condition: Some(domain::CardCondition::NotRealname),
+            intervals: domain::Intervals {
+                protect_interval_secs: None,
+                ..common::config_input().intervals
+            },
+            ..common::config_input()
+        })
+        .await
+        .expect("config inserts");
+    w.configs.refresh().await.expect("configs load");
+    let card = w.card(CardSpec::new(104).not_real_named()).await;
+    w.deps
+        .lifecycle
+        .on_card_facts_changed(&w.db_card(card).await)
+        .await
+        .expect("aligned with the not real-named config");
+    assert_eq!(w.score(card, TaskType::Protect).await, None);
+    carrier_verifies(&w, 104);
+
+    // The store commits the write, then the process "dies": the handler gets no answer.
+    let real = w.stores.cards.clone();
+    let handle = tokio::runtime::Handle::current();
+    let mut cards = domain::store::MockCardStore::new();
+    cards.expect_set_real_name().returning(move |id, status| {
+        tokio::task::block_in_place(|| handle.block_on(real.set_real_name(id, status)))?;
+        Err(domain::StoreError::Database(
+            "connection closed after the commit".into(),
+        ))
+    });
+    let handler = task_handlers::PollingRealnameHandler::new(
+        w.deps.base(),
+        w.deps.gateway.clone(),
+        std::sync::Arc::new(cards),
+        w.deps.packages.clone(),
+        w.deps.stop_resume.clone(),
+    );
+    assert_eq!(handler.handle(card).await, Outcome::Failure);
+    assert_eq!(
+        w.db_card(card).await.real_name_status,
+        RealNameStatus::Verified
+    );
+    assert_score(
+        w.score(card, TaskType::Protect).await,
+        w.at(0),
+        "queued for protect, due now, before the status was written",
+    );
+
+    // The next poll sees nothing to change and keeps the entry.
+    assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+    assert!(w.score(card, TaskType::Protect).await.is_some());
 }
