@@ -222,7 +222,7 @@ impl CardInitializer {
         let mut totals = Totals::new(s.shard_count);
         // One page is written at a time, the next one read and matched meanwhile, so Redis
         // gets one stream of commands queue by queue. Two pages written at once interleave two
-        // pages' queues on two connections: Redis spent ~1.3x the CPU per entry on that
+        // pages' queues on two connections: Redis spent ~1.5x the CPU per entry on that
         // (`just bench`, initializer at 2M cards: 22.9 s vs 17.5-20.0 s, `redis-cli --pipe`
         // of the same members 14.8-15.3 s).
         let mut matched = None;
