@@ -234,7 +234,7 @@ fn digits(out: &mut Vec<u8>, value: u64) {
 }
 
 /// Writes `value` in decimal at the end of `text`; returns where it starts.
-fn decimal(text: &mut [u8; 20], mut value: u64) -> usize {
+pub(crate) fn decimal(text: &mut [u8; 20], mut value: u64) -> usize {
     let mut at = text.len();
     loop {
         at -= 1;

@@ -113,17 +113,9 @@ fn integer_text(buf: &mut BytesMut, n: i64) -> Bytes {
 }
 
 /// Appends the decimal digits of `n`.
-fn put_digits(buf: &mut BytesMut, mut n: u64) {
+fn put_digits(buf: &mut BytesMut, n: u64) {
     let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    let start = crate::bulk_resp::decimal(&mut digits, n);
     buf.extend_from_slice(&digits[start..]);
 }
 

@@ -137,23 +137,26 @@ impl PollingBase {
 }
 
 async fn load_cards(cards: &dyn CardStore, ids: &[CardId]) -> Vec<CardAnswer> {
+    match live_cards(cards, ids).await {
+        Ok(found) => ids.iter().map(|id| Ok(found.get(id).cloned())).collect(),
+        Err(message) => ids.iter().map(|_| Err(message.clone())).collect(),
+    }
+}
+
+/// The live (not deleted) cards among `ids`, each read once.
+async fn live_cards(
+    cards: &dyn CardStore,
+    ids: &[CardId],
+) -> Result<HashMap<CardId, Card>, String> {
     let mut unique = ids.to_vec();
     unique.sort_unstable();
     unique.dedup();
-    match cards.get_many(&unique).await {
-        Ok(rows) => {
-            let found: HashMap<CardId, Card> = rows
-                .into_iter()
-                .filter(|card| card.deleted_at.is_none())
-                .map(|card| (card.id, card))
-                .collect();
-            ids.iter().map(|id| Ok(found.get(id).cloned())).collect()
-        }
-        Err(error) => {
-            let message = error.to_string();
-            ids.iter().map(|_| Err(message.clone())).collect()
-        }
-    }
+    let rows = cards.get_many(&unique).await.map_err(|e| e.to_string())?;
+    Ok(rows
+        .into_iter()
+        .filter(|card| card.deleted_at.is_none())
+        .map(|card| (card.id, card))
+        .collect())
 }
 
 async fn load(
@@ -190,12 +193,9 @@ async fn read(
     packages: &dyn PackageStore,
     ids: &[CardId],
 ) -> Result<Read, String> {
-    let mut unique = ids.to_vec();
-    unique.sort_unstable();
-    unique.dedup();
-    let rows = cards.get_many(&unique).await.map_err(|e| e.to_string())?;
-    let mut owners: Vec<PackageOwner> = rows
-        .iter()
+    let found = live_cards(cards, ids).await?;
+    let mut owners: Vec<PackageOwner> = found
+        .values()
         .map(|card| PackageOwner::covering(card.id, card.device_id))
         .collect();
     owners.sort_unstable_by_key(|owner| match owner {
@@ -211,10 +211,5 @@ async fn read(
             .await
             .map_err(|e| e.to_string())?
     };
-    let found = rows
-        .into_iter()
-        .filter(|card| card.deleted_at.is_none())
-        .map(|card| (card.id, card))
-        .collect();
     Ok((found, covering))
 }
