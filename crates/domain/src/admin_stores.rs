@@ -5,8 +5,9 @@
 use crate::store::{Page, Paged, StoreResult};
 use crate::{
     AdminAudit, AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, ApiKeyRole,
-    Card, CardId, CardQuery, CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog,
-    ManualTriggerLog, MatchGroup, NewAdminAudit, TaskType, UsagePartition,
+    Card, CardId, CardQuery, CarrierAccount, CarrierAccountInput, CarrierId, CleanupConfig,
+    CleanupConfigId, CleanupConfigInput, CleanupLog, ManualTriggerLog, MatchGroup, NewAdminAudit,
+    TaskType, UsagePartition,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
@@ -111,6 +112,30 @@ pub trait ManualTriggerLogStore: Send + Sync {
         count: i64,
     ) -> StoreResult<ManualTriggerLog>;
     async fn list(&self, page: Page) -> StoreResult<Paged<ManualTriggerLog>>;
+}
+
+/// Carriers as configuration (`tb_carrier`). Credentials go in and come out only as
+/// [`crate::Credentials`], whose values never print.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait CarrierStore: Send + Sync {
+    async fn list(&self, page: Page) -> StoreResult<Paged<CarrierAccount>>;
+    /// Every carrier, enabled or not, by id: what the gateways are built from.
+    async fn all(&self) -> StoreResult<Vec<CarrierAccount>>;
+    async fn get(&self, id: CarrierId) -> StoreResult<Option<CarrierAccount>>;
+    /// A new carrier; `Conflict` when the id is taken. The input's credentials are required.
+    async fn insert(&self, input: &CarrierAccountInput) -> StoreResult<CarrierAccount>;
+    /// Replaces every field; `credentials: None` keeps the stored ones. `NotFound` when absent.
+    async fn update(&self, input: &CarrierAccountInput) -> StoreResult<CarrierAccount>;
+    /// Enables or disables; `None`: no such carrier.
+    async fn set_enabled(
+        &self,
+        id: CarrierId,
+        enabled: bool,
+    ) -> StoreResult<Option<CarrierAccount>>;
+    /// The newest `updated_at` over all carriers and their count: a cheap change check for
+    /// the processes that cache the carriers.
+    async fn version(&self) -> StoreResult<(Option<DateTime<Utc>>, u64)>;
 }
 
 /// API keys (hashes only).

@@ -6,12 +6,13 @@
 //! them.
 
 pub use crate::admin_stores::{
-    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CleanupStore, ManualTriggerLogStore,
+    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CarrierStore, CleanupStore,
+    ManualTriggerLogStore,
 };
 #[cfg(any(test, feature = "mock"))]
 pub use crate::admin_stores::{
-    MockAdminAuditStore, MockAlertStore, MockApiKeyStore, MockCardAdminStore, MockCleanupStore,
-    MockManualTriggerLogStore,
+    MockAdminAuditStore, MockAlertStore, MockApiKeyStore, MockCardAdminStore, MockCarrierStore,
+    MockCleanupStore, MockManualTriggerLogStore,
 };
 pub use crate::ops::{MetricsHistoryStore, MonitoringStore, UsageHistoryStore};
 #[cfg(any(test, feature = "mock"))]

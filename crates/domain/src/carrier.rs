@@ -1,0 +1,362 @@
+//! Carriers as configuration: which platform a `carrier_id` speaks, where, with which
+//! credentials and within which budget (`tb_carrier`, managed through `/api/admin/carriers`).
+//!
+//! Credentials are write-only: [`Secret`] prints as `***` in `Debug` and `Display` and has no
+//! `Serialize`, so a credential cannot reach an API answer, a log line or an audit row by
+//! accident; the one way out is [`Secret::expose`], called where a request is signed.
+
+use crate::CarrierId;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The wire protocol of a carrier's platform.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CarrierProtocol {
+    /// The project's own JSON protocol (`CONTRACT.md`, "Carrier gateway protocol").
+    #[serde(rename = "cmp-json")]
+    CmpJson,
+    /// China Mobile OneLink EC API v5.
+    #[serde(rename = "onelink")]
+    OneLink,
+    /// China Telecom 5GCMP (CMP 5G connectivity management platform).
+    #[serde(rename = "ctcc-5gcmp")]
+    Ctcc5gcmp,
+    /// Cisco IoT Control Center REST API (also China Unicom's platform).
+    #[serde(rename = "control-center")]
+    ControlCenter,
+    /// 1NCE API (OAuth2 client credentials).
+    #[serde(rename = "1nce")]
+    OneNce,
+    /// emnify REST API (application token exchanged for a JWT).
+    #[serde(rename = "emnify")]
+    Emnify,
+}
+
+str_enum!(CarrierProtocol {
+    CmpJson => "cmp-json",
+    OneLink => "onelink",
+    Ctcc5gcmp => "ctcc-5gcmp",
+    ControlCenter => "control-center",
+    OneNce => "1nce",
+    Emnify => "emnify",
+});
+
+impl CarrierProtocol {
+    pub const ALL: [CarrierProtocol; 6] = [
+        CarrierProtocol::CmpJson,
+        CarrierProtocol::OneLink,
+        CarrierProtocol::Ctcc5gcmp,
+        CarrierProtocol::ControlCenter,
+        CarrierProtocol::OneNce,
+        CarrierProtocol::Emnify,
+    ];
+
+    /// The credential fields the protocol needs, each required (an empty list: none).
+    pub const fn credential_fields(self) -> &'static [&'static str] {
+        match self {
+            CarrierProtocol::CmpJson => &[],
+            CarrierProtocol::OneLink => &["appid", "password"],
+            CarrierProtocol::Ctcc5gcmp => &["app_key", "secret"],
+            CarrierProtocol::ControlCenter => &["username", "api_key"],
+            CarrierProtocol::OneNce => &["client_id", "client_secret"],
+            CarrierProtocol::Emnify => &["application_token"],
+        }
+    }
+
+    /// The budget a new carrier of this protocol starts with: the platform's published limits
+    /// where it publishes them (`docs/carriers/<protocol>.md` says where each figure comes from).
+    pub const fn default_limits(self) -> CarrierLimits {
+        let (rate, concurrent, batch) = match self {
+            CarrierProtocol::CmpJson => (0, 0, 1),
+            CarrierProtocol::OneLink => (20, 10, 100),
+            CarrierProtocol::Ctcc5gcmp => (10, 5, 100),
+            CarrierProtocol::ControlCenter => (5, 1, 50),
+            CarrierProtocol::OneNce => (10, 5, 100),
+            CarrierProtocol::Emnify => (10, 5, 1),
+        };
+        CarrierLimits {
+            rate_limit_per_sec: rate,
+            max_concurrent: concurrent,
+            batch_size: batch,
+            timeout_ms: 5_000,
+        }
+    }
+}
+
+/// A credential value. Never printed, never serialised: `expose` is the only way to read it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for signing a request. Never log or return what this gives.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A carrier's credentials by field name (see [`CarrierProtocol::credential_fields`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Credentials(BTreeMap<String, Secret>);
+
+impl Credentials {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) a field; builder style.
+    pub fn with(mut self, field: impl Into<String>, value: impl Into<String>) -> Self {
+        self.0.insert(field.into(), Secret::new(value));
+        self
+    }
+
+    /// The field's value, for signing a request.
+    pub fn get(&self, field: &str) -> Option<&Secret> {
+        self.0.get(field)
+    }
+
+    /// The field names set, never their values: what an API answer may show.
+    pub fn fields(&self) -> Vec<String> {
+        self.0.keys().cloned().collect()
+    }
+
+    /// Every value, for a caller that must scrub them out of a text (error bodies echo requests).
+    pub fn values(&self) -> impl Iterator<Item = &Secret> {
+        self.0.values()
+    }
+
+    /// The stored form (`tb_carrier.credentials`). Only the store calls it.
+    pub fn to_stored_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.0.clone())))
+                .collect(),
+        )
+    }
+
+    /// Checks the fields against what `protocol` needs: each required field present and
+    /// non-empty, no field the protocol does not know.
+    pub fn validate(&self, protocol: CarrierProtocol) -> Result<(), String> {
+        let wanted = protocol.credential_fields();
+        for f in wanted {
+            match self.0.get(*f) {
+                Some(v) if !v.is_empty() => {}
+                _ => return Err(format!("{protocol} needs credentials field `{f}`")),
+            }
+        }
+        if let Some(extra) = self.0.keys().find(|k| !wanted.contains(&k.as_str())) {
+            return Err(format!(
+                "{protocol} takes no credentials field `{extra}` (it takes: {})",
+                if wanted.is_empty() {
+                    "none".to_owned()
+                } else {
+                    wanted.join(", ")
+                }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A carrier's call budget and bounds. `rate_limit_per_sec` is shared by every node (one Redis
+/// bucket per carrier); `max_concurrent` bounds the calls in flight per process; 0 = no limit.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarrierLimits {
+    pub rate_limit_per_sec: u32,
+    pub max_concurrent: u32,
+    /// Most cards one batch call may carry (1 = the platform has no batch call we use).
+    pub batch_size: u32,
+    /// Bound of one HTTP request, connect to last byte.
+    pub timeout_ms: u32,
+}
+
+impl CarrierLimits {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.batch_size == 0 || self.batch_size > 1000 {
+            return Err("batch_size must be 1..=1000".to_owned());
+        }
+        if self.timeout_ms < 100 || self.timeout_ms > 120_000 {
+            return Err("timeout_ms must be 100..=120000".to_owned());
+        }
+        if self.rate_limit_per_sec > 100_000 {
+            return Err("rate_limit_per_sec must be 0..=100000".to_owned());
+        }
+        if self.max_concurrent > 10_000 {
+            return Err("max_concurrent must be 0..=10000".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// One carrier's configuration (`tb_carrier`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarrierAccount {
+    pub carrier_id: CarrierId,
+    pub name: String,
+    pub protocol: CarrierProtocol,
+    /// The platform's API root, e.g. `https://api.iot.10086.cn/v5/ec`.
+    pub base_url: String,
+    pub credentials: Credentials,
+    pub limits: CarrierLimits,
+    /// A disabled carrier is never called: its cards' polls fail as `carrier disabled` and are
+    /// retried at the retry interval.
+    pub enabled: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A write of a carrier: `credentials` `None` on an update keeps the stored ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarrierAccountInput {
+    pub carrier_id: CarrierId,
+    pub name: String,
+    pub protocol: CarrierProtocol,
+    pub base_url: String,
+    pub credentials: Option<Credentials>,
+    pub limits: CarrierLimits,
+    pub enabled: bool,
+}
+
+impl CarrierAccountInput {
+    /// Every field checked; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.carrier_id.0 <= 0 {
+            return Err("carrier_id must be positive".to_owned());
+        }
+        if self.name.trim().is_empty() || self.name.len() > 100 {
+            return Err("name must have 1 to 100 characters".to_owned());
+        }
+        let url = self.base_url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 500 {
+            return Err(
+                "base_url must be an http:// or https:// URL of at most 500 characters".to_owned(),
+            );
+        }
+        if url.contains(char::is_whitespace) {
+            return Err("base_url must not contain spaces".to_owned());
+        }
+        if let Some(c) = &self.credentials {
+            c.validate(self.protocol)
+                .map_err(|e| format!("credentials: {e}"))?;
+        }
+        self.limits.validate()
+    }
+}
+
+/// How a carrier's calls are going, as one process saw them lately (worker nodes publish it to
+/// Redis; the API's carrier page and `/readyz`'s detail show it). Texts are already scrubbed of
+/// credentials.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarrierHealth {
+    pub carrier_id: CarrierId,
+    pub state: CarrierHealthState,
+    pub last_ok_at: Option<DateTime<Utc>>,
+    pub last_error_at: Option<DateTime<Utc>>,
+    /// The last failure's kind (`GatewayError::outcome`, e.g. `auth_error`, `timeout`).
+    pub last_error_kind: Option<String>,
+    /// The last failure in words, without credentials.
+    pub last_error: Option<String>,
+    /// Calls answered and failed since the process started.
+    pub calls_ok: u64,
+    pub calls_failed: u64,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The state of [`CarrierHealth`].
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CarrierHealthState {
+    /// No call yet.
+    Unknown,
+    /// The last call was answered.
+    Ok,
+    /// The last call failed for a reason that may pass (timeout, 5xx, throttling).
+    Failing,
+    /// The platform refused the credentials: nothing will work until an operator fixes them.
+    AuthFailed,
+    /// The carrier is disabled: no call is made.
+    Disabled,
+}
+
+str_enum!(CarrierHealthState {
+    Unknown => "unknown",
+    Ok => "ok",
+    Failing => "failing",
+    AuthFailed => "auth_failed",
+    Disabled => "disabled",
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_print() {
+        let c = Credentials::new().with("password", "hunter2");
+        assert!(!format!("{c:?}").contains("hunter2"));
+        assert_eq!(c.get("password").map(Secret::expose), Some("hunter2"));
+        assert_eq!(c.fields(), vec!["password".to_owned()]);
+    }
+
+    #[test]
+    fn protocols_round_trip_their_names() {
+        for p in CarrierProtocol::ALL {
+            assert_eq!(p.as_str().parse::<CarrierProtocol>(), Ok(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.as_str()));
+        }
+    }
+
+    #[test]
+    fn credentials_are_checked_against_the_protocol() {
+        let ok = Credentials::new().with("appid", "a").with("password", "p");
+        assert!(ok.validate(CarrierProtocol::OneLink).is_ok());
+        let missing = Credentials::new().with("appid", "a");
+        assert!(
+            missing
+                .validate(CarrierProtocol::OneLink)
+                .unwrap_err()
+                .contains("password")
+        );
+        let extra = ok.clone().with("token", "t");
+        assert!(
+            extra
+                .validate(CarrierProtocol::OneLink)
+                .unwrap_err()
+                .contains("token")
+        );
+        assert!(
+            Credentials::new()
+                .validate(CarrierProtocol::CmpJson)
+                .is_ok()
+        );
+    }
+}
