@@ -388,7 +388,19 @@ impl CarrierGateway for HttpGateway {
         check_iccid(CallKind::Start, iccid, &a.iccid)?;
         Ok(a.network_status)
     }
+
+    /// The protocol has no authentication and no harmless call of its own: a real-name query
+    /// of a card no carrier issues. The gateway answering it, even with "unknown card", is up.
+    async fn probe(&self, carrier: CarrierId) -> Result<(), GatewayError> {
+        match self.realname(carrier, PROBE_ICCID).await {
+            Ok(_) | Err(GatewayError::NotFound) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
 }
+
+/// The ICCID of [`HttpGateway`]'s probe: 20 zeros, a number no issuer assigns.
+const PROBE_ICCID: &str = "00000000000000000000";
 
 #[cfg(test)]
 mod tests;

@@ -10,12 +10,13 @@
 //! no Redis, no database, no crate of ours but `domain`. Callers decide what to do from
 //! [`GatewayError`]'s kind, never from a message.
 
+pub mod carriers;
 mod client;
 mod error;
 pub mod protocol;
 
 pub use client::{GatewayConfig, HttpGateway, RetryPolicy};
-pub use error::GatewayError;
+pub use error::{AnswerFault, GatewayError};
 
 #[cfg(any(test, feature = "mock"))]
 pub use gateway_trait::MockCarrierGateway;
@@ -60,6 +61,69 @@ mod gateway_trait {
             carrier: CarrierId,
             iccid: &str,
         ) -> Result<NetworkStatus, GatewayError>;
+
+        /// The card's network status as the carrier sees it, without changing it. Protocols
+        /// without such a query answer [`GatewayError::Unsupported`].
+        async fn network_status(
+            &self,
+            _carrier: CarrierId,
+            _iccid: &str,
+        ) -> Result<NetworkStatus, GatewayError> {
+            Err(GatewayError::Unsupported("network status"))
+        }
+
+        /// Most cards one batch call of `carrier` carries (1: the protocol has no batch call).
+        fn batch_size(&self, _carrier: CarrierId) -> usize {
+            1
+        }
+
+        /// Real-name statuses of several cards of one carrier, in as few calls as the platform
+        /// allows. The inner results follow `iccids`' order; a card the answer did not mention
+        /// is [`GatewayError::MissingFromBatch`], never a guess. The outer error: the whole
+        /// call failed. By default one call per card.
+        async fn realname_batch(
+            &self,
+            carrier: CarrierId,
+            iccids: &[String],
+        ) -> Result<Vec<Result<RealNameStatus, GatewayError>>, GatewayError> {
+            let mut out = Vec::with_capacity(iccids.len());
+            for iccid in iccids {
+                out.push(self.realname(carrier, iccid).await);
+            }
+            Ok(out)
+        }
+
+        /// Month-to-date usage of several cards; as [`CarrierGateway::realname_batch`].
+        async fn usage_batch(
+            &self,
+            carrier: CarrierId,
+            iccids: &[String],
+        ) -> Result<Vec<Result<MonthUsage, GatewayError>>, GatewayError> {
+            let mut out = Vec::with_capacity(iccids.len());
+            for iccid in iccids {
+                out.push(self.usage(carrier, iccid).await);
+            }
+            Ok(out)
+        }
+
+        /// Network statuses of several cards; as [`CarrierGateway::realname_batch`].
+        async fn network_status_batch(
+            &self,
+            carrier: CarrierId,
+            iccids: &[String],
+        ) -> Result<Vec<Result<NetworkStatus, GatewayError>>, GatewayError> {
+            let mut out = Vec::with_capacity(iccids.len());
+            for iccid in iccids {
+                out.push(self.network_status(carrier, iccid).await);
+            }
+            Ok(out)
+        }
+
+        /// One harmless authenticated call (the admin API's "test connection"): `Ok` when the
+        /// platform accepted the credentials and answered as documented.
+        async fn probe(&self, _carrier: CarrierId) -> Result<(), GatewayError> {
+            Ok(())
+        }
     }
 
     /// The five calls of the protocol; the `call` label of the metrics and the sim's stats.

@@ -1,0 +1,354 @@
+//! [`CarrierRouter`]: the [`CarrierGateway`] the handlers hold. It sends each call to the
+//! adapter of the card's carrier (`tb_carrier`), or to the default gateway (`CMP_GATEWAY_URL`,
+//! the project's own protocol) for a carrier without a row, refuses calls of a disabled carrier
+//! without a request, and keeps a tally of each carrier's outcomes for its health.
+//!
+//! [`CarrierRouter::apply`] installs a new configuration at run time: an account whose settings
+//! did not change keeps its adapter (and so its token and connections).
+
+use super::{AdapterContext, build_adapter};
+use crate::{CarrierGateway, GatewayError};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use domain::CarrierPackage;
+use domain::store::CarrierStore;
+use domain::{
+    CarrierAccount, CarrierHealth, CarrierHealthState, CarrierId, MonthUsage, NetworkStatus,
+    RealNameStatus,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+struct Route {
+    account: CarrierAccount,
+    adapter: Arc<dyn CarrierGateway>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Tally {
+    state: Option<CarrierHealthState>,
+    last_ok_at: Option<DateTime<Utc>>,
+    last_error_at: Option<DateTime<Utc>>,
+    last_error_kind: Option<String>,
+    last_error: Option<String>,
+    calls_ok: u64,
+    calls_failed: u64,
+}
+
+/// Routes every call to its carrier's adapter.
+pub struct CarrierRouter {
+    default: Arc<dyn CarrierGateway>,
+    ctx: AdapterContext,
+    routes: RwLock<Arc<HashMap<CarrierId, Arc<Route>>>>,
+    tallies: Mutex<HashMap<CarrierId, Tally>>,
+}
+
+impl std::fmt::Debug for CarrierRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CarrierRouter")
+            .field("carriers", &self.routes().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`CarrierRouter::health`] reports for `/readyz` and the carrier page.
+pub type RouterHealth = Vec<CarrierHealth>;
+
+impl CarrierRouter {
+    /// `default`: the gateway of carriers without a configuration row.
+    pub fn new(default: Arc<dyn CarrierGateway>, ctx: AdapterContext) -> Self {
+        Self {
+            default,
+            ctx,
+            routes: RwLock::new(Arc::new(HashMap::new())),
+            tallies: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn routes(&self) -> Arc<HashMap<CarrierId, Arc<Route>>> {
+        self.routes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Installs `accounts` as the carriers' configuration; carriers not listed go back to the
+    /// default gateway. Answers the accounts whose adapter could not be built (they are left
+    /// out, so their calls go to no carrier: a clear `Auth` error each).
+    pub fn apply(&self, accounts: Vec<CarrierAccount>) -> Vec<(CarrierId, GatewayError)> {
+        let old = self.routes();
+        let mut next = HashMap::with_capacity(accounts.len());
+        let mut failed = Vec::new();
+        for account in accounts {
+            let id = account.carrier_id;
+            if let Some(r) = old.get(&id).filter(|r| r.account == account) {
+                next.insert(id, r.clone());
+                continue;
+            }
+            match build_adapter(&account, &self.ctx) {
+                Ok(adapter) => {
+                    info!(carrier = %id, protocol = %account.protocol, enabled = account.enabled,
+                        "carrier configured");
+                    next.insert(id, Arc::new(Route { account, adapter }));
+                }
+                Err(e) => {
+                    warn!(carrier = %id, protocol = %account.protocol, error = %e,
+                        "carrier configuration refused; its cards are not polled until it is fixed");
+                    let failing = Arc::new(Route {
+                        adapter: Arc::new(Refusing(e.to_string())),
+                        account,
+                    });
+                    next.insert(id, failing);
+                    failed.push((id, e));
+                }
+            }
+        }
+        *self.routes.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        failed
+    }
+
+    /// Reads the carriers from `store` now and then (every `every`), applying a change as soon
+    /// as the store's version moves. Runs until `shutdown`.
+    pub async fn follow(
+        self: Arc<Self>,
+        store: Arc<dyn CarrierStore>,
+        every: Duration,
+        shutdown: CancellationToken,
+    ) {
+        let mut seen = None;
+        loop {
+            match store.version().await {
+                Ok(v) if Some(v) != seen => match store.all().await {
+                    Ok(accounts) => {
+                        self.apply(accounts);
+                        seen = Some(v);
+                    }
+                    Err(e) => warn!(error = %e, "cannot read the carriers; keeping the last ones"),
+                },
+                Ok(_) => {}
+                Err(e) => {
+                    warn!(error = %e, "cannot read the carriers' version; keeping the last ones")
+                }
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+        }
+    }
+
+    /// The configured carrier's account, if any.
+    pub fn account(&self, carrier: CarrierId) -> Option<CarrierAccount> {
+        self.routes().get(&carrier).map(|r| r.account.clone())
+    }
+
+    fn route(&self, carrier: CarrierId) -> Result<Arc<dyn CarrierGateway>, GatewayError> {
+        match self.routes().get(&carrier) {
+            Some(r) if !r.account.enabled => Err(GatewayError::Disabled(carrier.0)),
+            Some(r) => Ok(r.adapter.clone()),
+            None => Ok(self.default.clone()),
+        }
+    }
+
+    /// The health of every configured carrier, as this process saw its calls.
+    pub fn health(&self, now: DateTime<Utc>) -> RouterHealth {
+        let routes = self.routes();
+        let tallies = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<CarrierHealth> = routes
+            .values()
+            .map(|r| {
+                let t = tallies
+                    .get(&r.account.carrier_id)
+                    .cloned()
+                    .unwrap_or_default();
+                let state = if r.account.enabled {
+                    t.state.unwrap_or(CarrierHealthState::Unknown)
+                } else {
+                    CarrierHealthState::Disabled
+                };
+                CarrierHealth {
+                    carrier_id: r.account.carrier_id,
+                    state,
+                    last_ok_at: t.last_ok_at,
+                    last_error_at: t.last_error_at,
+                    last_error_kind: t.last_error_kind,
+                    last_error: t.last_error,
+                    calls_ok: t.calls_ok,
+                    calls_failed: t.calls_failed,
+                    updated_at: now,
+                }
+            })
+            .collect();
+        out.sort_by_key(|h| h.carrier_id);
+        out
+    }
+
+    fn tally<T>(&self, carrier: CarrierId, res: &Result<T, GatewayError>) {
+        if !self.routes().contains_key(&carrier) {
+            return;
+        }
+        let now = self.ctx.clock.now();
+        let mut tallies = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+        let t = tallies.entry(carrier).or_default();
+        match res {
+            // The carrier answered: not knowing a card is an answer.
+            Ok(_) | Err(GatewayError::NotFound | GatewayError::MissingFromBatch) => {
+                t.state = Some(CarrierHealthState::Ok);
+                t.last_ok_at = Some(now);
+                t.calls_ok += 1;
+            }
+            // Our own budget held the call back, or the carrier is off: nothing was asked.
+            Err(GatewayError::RateLimited | GatewayError::Disabled(_)) => {}
+            Err(e) => {
+                t.state = Some(if matches!(e, GatewayError::Auth(_)) {
+                    CarrierHealthState::AuthFailed
+                } else {
+                    CarrierHealthState::Failing
+                });
+                t.last_error_at = Some(now);
+                t.last_error_kind = Some(e.outcome().to_owned());
+                t.last_error = Some(e.to_string());
+                t.calls_failed += 1;
+            }
+        }
+    }
+
+    async fn with_route<T, F, Fut>(&self, carrier: CarrierId, call: F) -> Result<T, GatewayError>
+    where
+        F: FnOnce(Arc<dyn CarrierGateway>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, GatewayError>>,
+    {
+        let res = match self.route(carrier) {
+            Ok(gw) => call(gw).await,
+            Err(e) => Err(e),
+        };
+        self.tally(carrier, &res);
+        res
+    }
+}
+
+#[async_trait]
+impl CarrierGateway for CarrierRouter {
+    async fn realname(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<RealNameStatus, GatewayError> {
+        self.with_route(carrier, |g| async move { g.realname(carrier, iccid).await })
+            .await
+    }
+
+    async fn usage(&self, carrier: CarrierId, iccid: &str) -> Result<MonthUsage, GatewayError> {
+        self.with_route(carrier, |g| async move { g.usage(carrier, iccid).await })
+            .await
+    }
+
+    async fn packages(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<Vec<CarrierPackage>, GatewayError> {
+        self.with_route(carrier, |g| async move { g.packages(carrier, iccid).await })
+            .await
+    }
+
+    async fn stop(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        self.with_route(carrier, |g| async move { g.stop(carrier, iccid).await })
+            .await
+    }
+
+    async fn start(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+        self.with_route(carrier, |g| async move { g.start(carrier, iccid).await })
+            .await
+    }
+
+    async fn network_status(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<NetworkStatus, GatewayError> {
+        self.with_route(carrier, |g| async move {
+            g.network_status(carrier, iccid).await
+        })
+        .await
+    }
+
+    fn batch_size(&self, carrier: CarrierId) -> usize {
+        self.route(carrier)
+            .map(|g| g.batch_size(carrier))
+            .unwrap_or(1)
+    }
+
+    async fn realname_batch(
+        &self,
+        carrier: CarrierId,
+        iccids: &[String],
+    ) -> Result<Vec<Result<RealNameStatus, GatewayError>>, GatewayError> {
+        self.with_route(carrier, |g| async move {
+            g.realname_batch(carrier, iccids).await
+        })
+        .await
+    }
+
+    async fn usage_batch(
+        &self,
+        carrier: CarrierId,
+        iccids: &[String],
+    ) -> Result<Vec<Result<MonthUsage, GatewayError>>, GatewayError> {
+        self.with_route(
+            carrier,
+            |g| async move { g.usage_batch(carrier, iccids).await },
+        )
+        .await
+    }
+
+    async fn network_status_batch(
+        &self,
+        carrier: CarrierId,
+        iccids: &[String],
+    ) -> Result<Vec<Result<NetworkStatus, GatewayError>>, GatewayError> {
+        self.with_route(carrier, |g| async move {
+            g.network_status_batch(carrier, iccids).await
+        })
+        .await
+    }
+
+    async fn probe(&self, carrier: CarrierId) -> Result<(), GatewayError> {
+        // A probe goes out even for a disabled carrier: an operator tests before enabling.
+        let gw = match self.routes().get(&carrier) {
+            Some(r) => r.adapter.clone(),
+            None => self.default.clone(),
+        };
+        let res = gw.probe(carrier).await;
+        self.tally(carrier, &res);
+        res
+    }
+}
+
+/// The adapter of a carrier whose configuration could not be built: every call fails with why.
+struct Refusing(String);
+
+#[async_trait]
+impl CarrierGateway for Refusing {
+    async fn realname(&self, _: CarrierId, _: &str) -> Result<RealNameStatus, GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
+    async fn usage(&self, _: CarrierId, _: &str) -> Result<MonthUsage, GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
+    async fn packages(&self, _: CarrierId, _: &str) -> Result<Vec<CarrierPackage>, GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
+    async fn stop(&self, _: CarrierId, _: &str) -> Result<NetworkStatus, GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
+    async fn start(&self, _: CarrierId, _: &str) -> Result<NetworkStatus, GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
+    async fn probe(&self, _: CarrierId) -> Result<(), GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
+}

@@ -1,0 +1,96 @@
+//! [`TokenCache`]: one access token per adapter, fetched once for all concurrent callers,
+//! renewed before it expires, dropped when the platform says it is no longer valid.
+
+use crate::GatewayError;
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// A token renewed this long before its announced expiry (or at 80% of a short lifetime), so
+/// that no call goes out with a token about to lapse in flight.
+const RENEW_BEFORE: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Default)]
+pub(crate) struct TokenCache {
+    current: Mutex<Option<Cached>>,
+}
+
+#[derive(Debug)]
+struct Cached {
+    value: String,
+    renew_at: Instant,
+}
+
+impl TokenCache {
+    /// The cached token, or a fresh one from `fetch` (answering the token and its lifetime).
+    /// Concurrent callers wait for one fetch.
+    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<String, GatewayError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(String, Duration), GatewayError>>,
+    {
+        let mut current = self.current.lock().await;
+        if let Some(c) = current.as_ref() {
+            if Instant::now() < c.renew_at {
+                return Ok(c.value.clone());
+            }
+        }
+        let (value, lifetime) = fetch().await?;
+        let early = RENEW_BEFORE.min(lifetime / 5);
+        *current = Some(Cached {
+            value: value.clone(),
+            renew_at: Instant::now() + lifetime.saturating_sub(early),
+        });
+        Ok(value)
+    }
+
+    /// Forgets `token` if it is still the cached one (the platform called it invalid); a token
+    /// another caller already renewed stays.
+    pub(crate) async fn invalidate(&self, token: &str) {
+        let mut current = self.current.lock().await;
+        if current.as_ref().is_some_and(|c| c.value == token) {
+            *current = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn one_fetch_serves_until_renewal_and_invalidation() {
+        let cache = Arc::new(TokenCache::default());
+        let fetched = Arc::new(AtomicU32::new(0));
+        let fetch = || {
+            let fetched = fetched.clone();
+            async move {
+                let n = fetched.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok((format!("t{n}"), Duration::from_secs(3600)))
+            }
+        };
+        assert_eq!(cache.get(fetch).await.unwrap(), "t1");
+        assert_eq!(cache.get(fetch).await.unwrap(), "t1");
+        cache.invalidate("t0").await;
+        assert_eq!(cache.get(fetch).await.unwrap(), "t1");
+        cache.invalidate("t1").await;
+        assert_eq!(cache.get(fetch).await.unwrap(), "t2");
+        assert_eq!(fetched.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_short_lived_token_is_renewed_early() {
+        let cache = TokenCache::default();
+        let n = AtomicU32::new(0);
+        let fetch = || async {
+            let i = n.fetch_add(1, Ordering::SeqCst);
+            Ok((format!("t{i}"), Duration::from_millis(50)))
+        };
+        assert_eq!(cache.get(fetch).await.unwrap(), "t0");
+        tokio::time::sleep(Duration::from_millis(45)).await;
+        // 45 ms of a 50 ms token: past 80%, renewed.
+        assert_eq!(cache.get(fetch).await.unwrap(), "t1");
+    }
+}
