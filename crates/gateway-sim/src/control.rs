@@ -121,6 +121,30 @@ impl SimControl {
         Ok(p.pending)
     }
 
+    /// Changes fields of a platform's account (credentials, token lifetime, limits).
+    pub async fn set_account(
+        &self,
+        protocol: domain::CarrierProtocol,
+        patch: &crate::SimAccountPatch,
+    ) -> anyhow::Result<crate::SimAccount> {
+        let req = self
+            .client
+            .put(self.url(&format!("/sim/accounts/{protocol}")))
+            .json(patch);
+        self.send(req, "PUT /sim/accounts/{protocol}")
+            .await?
+            .context("PUT /sim/accounts/{protocol}: route missing")
+    }
+
+    /// Makes every token issued for `protocol` expire now.
+    pub async fn expire_tokens(&self, protocol: domain::CarrierProtocol) -> anyhow::Result<()> {
+        let req = self
+            .client
+            .post(self.url(&format!("/sim/accounts/{protocol}/expire-tokens")));
+        let _: Option<serde_json::Value> = self.send(req, "POST expire-tokens").await?;
+        Ok(())
+    }
+
     pub async fn stats(&self) -> anyhow::Result<SimStats> {
         let req = self.client.get(self.url("/sim/stats"));
         self.send(req, "GET /sim/stats")

@@ -257,6 +257,22 @@ pub struct Script {
 pub enum ScriptStep {
     Status(u16),
     Hang(Hang),
+    /// A success answer that is wrong in the given way (the real platforms' protocols only;
+    /// the project's own protocol answers these as 502).
+    Malformed(Malformed),
+}
+
+/// The malformed answers a script can ask for: `"html"` (HTTP 200 with an HTML page, as a
+/// platform's maintenance proxy sends), `"drop_last"` (a batch answer without its last card),
+/// `"wrong_iccid"` (the answer names another card), `"unknown_status"` (a status value outside
+/// the platform's documented table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Malformed {
+    Html,
+    DropLast,
+    WrongIccid,
+    UnknownStatus,
 }
 
 /// The word `"hang"` of a [`ScriptStep`].

@@ -96,6 +96,10 @@ pub struct SimCardView {
     pub starts_applied: u32,
     /// Usage queries answered 200.
     pub usage_queries: u32,
+    /// When the card's record last changed (registered, patched, stopped or started), unix
+    /// milliseconds of the wall clock: what the platforms' "modified since" searches compare.
+    #[serde(default)]
+    pub changed_at_ms: u64,
 }
 
 /// Month as `year * 12 + month0`: 4 bytes, ordered.
@@ -111,6 +115,7 @@ struct SimCard {
     stops_applied: u32,
     starts_applied: u32,
     usage_queries: u32,
+    changed_ms: u64,
     month_total: Decimal,
     growth: Decimal,
     packages: Box<[CarrierPackage]>,
@@ -189,6 +194,7 @@ impl Fleet {
                     stops_applied: 0,
                     starts_applied: 0,
                     usage_queries: 0,
+                    changed_ms: now_ms(),
                     month_total: spec.month_total_mb,
                     growth,
                     packages: spec.packages.into_boxed_slice(),
@@ -233,8 +239,37 @@ impl Fleet {
             if let Some(m) = month {
                 c.month = m;
             }
+            c.changed_ms = now_ms();
             view_of(iccid, c)
         })
+    }
+
+    /// The card's network status, without counting anything.
+    pub(crate) fn network(&self, iccid: &str) -> Option<NetworkStatus> {
+        self.with_card(iccid, |c| c.network)
+    }
+
+    /// One page of the fleet ordered by ICCID, of the cards changed at or after
+    /// `changed_since_ms` when given; answers the page and the number of matching cards.
+    pub(crate) fn list(
+        &self,
+        offset: usize,
+        limit: usize,
+        changed_since_ms: Option<u64>,
+    ) -> (Vec<SimCardView>, usize) {
+        let mut all: Vec<SimCardView> = (0..SHARDS)
+            .flat_map(|i| {
+                self.lock(i)
+                    .iter()
+                    .filter(|(_, c)| changed_since_ms.is_none_or(|t| c.changed_ms >= t))
+                    .map(|(k, c)| view_of(k, c))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort_by(|a, b| a.iccid.cmp(&b.iccid));
+        let total = all.len();
+        let page = all.into_iter().skip(offset).take(limit).collect();
+        (page, total)
     }
 
     /// Counts a stop/start request that names the card, before any fault is applied.
@@ -280,6 +315,7 @@ impl Fleet {
                     c.starts_applied = c.starts_applied.saturating_add(1);
                 }
             }
+            c.changed_ms = now_ms();
             c.network
         })
     }
@@ -299,7 +335,16 @@ fn view_of(iccid: &str, c: &SimCard) -> SimCardView {
         stops_applied: c.stops_applied,
         starts_applied: c.starts_applied,
         usage_queries: c.usage_queries,
+        changed_at_ms: c.changed_ms,
     }
+}
+
+/// Unix milliseconds of the wall clock.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 pub(crate) fn month_key(year: i32, month1: u32) -> MonthKey {

@@ -24,14 +24,17 @@
 //! latency, the timeout rate (hang, then 504), the throttle rate (429 + `Retry-After`), the
 //! error rate (503), and finally the card (404 when unknown).
 
+mod accounts;
 mod control;
 mod faults;
 mod fleet;
+pub mod protocols;
 mod routes;
 mod stats;
 
+pub use accounts::{SimAccount, SimAccountPatch};
 pub use control::SimControl;
-pub use faults::{Faults, FaultsPatch, Hang, Script, ScriptStep};
+pub use faults::{Faults, FaultsPatch, Hang, Malformed, Script, ScriptStep};
 pub use fleet::{SimCardPatch, SimCardSpec, SimCardView};
 pub use stats::{SecondCount, SimStats};
 
@@ -73,6 +76,9 @@ pub struct SimOptions {
     pub timezone: Tz,
     /// The carrier's clock (the month of usage answers); tests pin it with `ManualClock`.
     pub clock: Arc<dyn Clock>,
+    /// `None`: the project's own protocol at the root and every real platform on its prefix
+    /// ([`protocols::prefix`]); `Some(p)`: platform `p` alone, at the root.
+    pub protocol: Option<domain::CarrierProtocol>,
 }
 
 impl Default for SimOptions {
@@ -83,6 +89,7 @@ impl Default for SimOptions {
             faults: Faults::default(),
             timezone: chrono_tz::Asia::Shanghai,
             clock: Arc::new(SystemClock),
+            protocol: None,
         }
     }
 }
@@ -96,6 +103,7 @@ struct Inner {
     fleet: Fleet,
     faults: FaultState,
     stats: Stats,
+    accounts: accounts::Accounts,
     timezone: Tz,
     clock: Arc<dyn Clock>,
     /// Ends hanging requests at shutdown.
@@ -123,6 +131,7 @@ impl SimState {
             fleet: Fleet::new(opts.seed),
             faults: FaultState::new(opts.faults, opts.seed),
             stats: Stats::new(),
+            accounts: accounts::Accounts::new(opts.seed),
             timezone: opts.timezone,
             clock: opts.clock.clone(),
             cancel: CancellationToken::new(),
@@ -197,6 +206,25 @@ impl SimState {
         self.0.faults.set_script(script)
     }
 
+    /// The platform account the simulator accepts for `protocol`.
+    pub fn account(&self, protocol: domain::CarrierProtocol) -> SimAccount {
+        self.0.accounts.get(protocol)
+    }
+
+    /// Changes the given fields of `protocol`'s account.
+    pub fn set_account(
+        &self,
+        protocol: domain::CarrierProtocol,
+        patch: SimAccountPatch,
+    ) -> SimAccount {
+        self.0.accounts.patch(protocol, patch)
+    }
+
+    /// Makes every token issued for `protocol` expire now; answers how many there were.
+    pub fn expire_tokens(&self, protocol: domain::CarrierProtocol) -> usize {
+        self.0.accounts.expire_tokens(protocol)
+    }
+
     pub fn stats(&self) -> SimStats {
         self.0
             .stats
@@ -217,7 +245,7 @@ impl SimServer {
         let addr = listener.local_addr().context("reading the bound address")?;
         let state = SimState::new(&opts);
         let cancel = state.0.cancel.clone();
-        let app = routes::router(state.clone());
+        let app = routes::router(state.clone(), opts.protocol);
         let stop = cancel.clone();
         let task = tokio::spawn(async move {
             axum::serve(listener, app)
@@ -235,7 +263,7 @@ impl SimServer {
 
     /// The router alone, for `oneshot` tests or embedding.
     pub fn router(state: SimState) -> axum::Router {
-        routes::router(state)
+        routes::router(state, None)
     }
 }
 
@@ -253,6 +281,12 @@ impl SimHandle {
     /// `http://{addr}`: the `base_url` of a client.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The API root of `protocol` on this simulator when every platform is served (the
+    /// default): `http://{addr}{prefix}`.
+    pub fn url_of(&self, protocol: domain::CarrierProtocol) -> String {
+        format!("http://{}{}", self.addr, protocols::prefix(protocol))
     }
 
     /// The simulator's state, to drive it in-process.

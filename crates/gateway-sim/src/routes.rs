@@ -11,6 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use domain::CarrierProtocol;
 use gateway::CallKind;
 use gateway::protocol::{
     CardRequest, ErrorBody, NetworkAnswer, PackagesAnswer, RealNameAnswer, UsageAnswer,
@@ -21,19 +22,34 @@ use tracing::{trace, warn};
 /// Room for 100,000 cards with a package each.
 const CARDS_BODY_LIMIT: usize = 256 * 1024 * 1024;
 
-pub(super) fn router(state: SimState) -> Router {
+pub(super) fn router(state: SimState, only: Option<CarrierProtocol>) -> Router {
     let mut r = Router::new();
-    for kind in CallKind::ALL {
-        r = r.route(
-            kind.path(),
-            post(
-                move |s: State<SimState>, body: Result<Json<CardRequest>, JsonRejection>| {
-                    protocol(s, kind, body)
-                },
-            ),
-        );
+    match only.and_then(super::protocols::routes) {
+        Some(platform) => r = r.merge(platform),
+        None => {
+            for kind in CallKind::ALL {
+                r = r.route(
+                    kind.path(),
+                    post(
+                        move |s: State<SimState>,
+                              body: Result<Json<CardRequest>, JsonRejection>| {
+                            protocol(s, kind, body)
+                        },
+                    ),
+                );
+            }
+            r = super::protocols::mount_all(r);
+        }
     }
     r.route(
+        "/sim/accounts/{protocol}",
+        get(get_account).put(put_account),
+    )
+    .route(
+        "/sim/accounts/{protocol}/expire-tokens",
+        post(expire_tokens),
+    )
+    .route(
         "/sim/cards",
         post(post_cards).layer(DefaultBodyLimit::max(CARDS_BODY_LIMIT)),
     )
@@ -73,6 +89,86 @@ async fn protocol(
     resp
 }
 
+/// A fault injected into a protocol request, for the protocol to render in its own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Injected {
+    /// The request hung until `hang_ms` (or shutdown): answer 504.
+    TimedOut,
+    /// A scripted HTTP status (429 carries `retry_after_secs`).
+    Status(u16),
+    /// Throttled by the throttle rate (`Retry-After: retry_after_secs`).
+    Throttled { retry_after_secs: u64 },
+    /// Over the simulator's `quota_per_sec`.
+    OverQuota,
+    /// The error rate: the carrier is unavailable (503).
+    Unavailable,
+    /// A scripted malformed success answer.
+    Malformed(super::faults::Malformed),
+}
+
+impl Injected {
+    /// The stats outcome of the fault.
+    pub(crate) fn outcome(self) -> Outcome {
+        match self {
+            Injected::TimedOut => Outcome::Timeout,
+            Injected::Status(429) | Injected::Throttled { .. } => Outcome::Throttled,
+            Injected::Status(404) => Outcome::NotFound,
+            Injected::Status(_) | Injected::Unavailable | Injected::Malformed(_) => Outcome::Error,
+            Injected::OverQuota => Outcome::OverQuota,
+        }
+    }
+}
+
+/// Runs the faults of one protocol request in the order of the crate doc: the script, the
+/// quota, the latency, the timeout rate (the hang happens here), the throttle rate, the error
+/// rate. `None`: answer normally. Every protocol calls it once per request.
+pub(crate) async fn inject(st: &SimState, kind: CallKind) -> Option<Injected> {
+    let faults = &st.0.faults;
+    if let Some(step) = faults.next_scripted(kind) {
+        return Some(match step {
+            ScriptStep::Hang(_) => {
+                hold(st).await;
+                Injected::TimedOut
+            }
+            ScriptStep::Status(code) => Injected::Status(code),
+            ScriptStep::Malformed(m) => Injected::Malformed(m),
+        });
+    }
+    if !faults.within_quota(wall_second()) {
+        return Some(Injected::OverQuota);
+    }
+    let latency = faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if faults.roll(Roll::Timeout) {
+        hold(st).await;
+        return Some(Injected::TimedOut);
+    }
+    if faults.roll(Roll::Throttle) {
+        return Some(Injected::Throttled {
+            retry_after_secs: faults.retry_after_secs(),
+        });
+    }
+    if faults.roll(Roll::Error) {
+        return Some(Injected::Unavailable);
+    }
+    None
+}
+
+/// The `Retry-After` of scripted throttling.
+pub(crate) fn retry_after_secs(st: &SimState) -> u64 {
+    st.0.faults.retry_after_secs()
+}
+
+/// Holds a request (not the server) until `hang_ms` or shutdown.
+async fn hold(st: &SimState) {
+    tokio::select! {
+        () = tokio::time::sleep(st.0.faults.hang()) => {}
+        () = st.0.cancel.cancelled() => {}
+    }
+}
+
 async fn answer(
     st: &SimState,
     kind: CallKind,
@@ -82,52 +178,29 @@ async fn answer(
         Ok(Json(r)) => r.iccid,
         Err(r) => return (Outcome::BadRequest, rejection(r)),
     };
-    let faults = &st.0.faults;
     if kind.is_command() {
         st.0.fleet.count_command(&iccid, kind);
     }
-    if let Some(step) = faults.next_scripted(kind) {
-        return match step {
-            ScriptStep::Hang(_) => hang(st).await,
-            ScriptStep::Status(429) => (
-                Outcome::Throttled,
-                throttled(faults.retry_after_secs(), "scripted throttle"),
-            ),
-            ScriptStep::Status(code) => {
+    if let Some(fault) = inject(st, kind).await {
+        let resp = match fault {
+            Injected::TimedOut => error(StatusCode::GATEWAY_TIMEOUT, "injected timeout".to_owned()),
+            Injected::Status(429) => throttled(retry_after_secs(st), "scripted throttle"),
+            Injected::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-                let outcome = if status == StatusCode::NOT_FOUND {
-                    Outcome::NotFound
-                } else {
-                    Outcome::Error
-                };
-                (outcome, error(status, format!("scripted failure {code}")))
+                error(status, format!("scripted failure {code}"))
             }
-        };
-    }
-    if !faults.within_quota(wall_second()) {
-        return (Outcome::OverQuota, throttled(1, "quota exceeded"));
-    }
-    let latency = faults.latency();
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
-    if faults.roll(Roll::Timeout) {
-        return hang(st).await;
-    }
-    if faults.roll(Roll::Throttle) {
-        return (
-            Outcome::Throttled,
-            throttled(faults.retry_after_secs(), "throttled"),
-        );
-    }
-    if faults.roll(Roll::Error) {
-        return (
-            Outcome::Error,
-            error(
+            Injected::OverQuota => throttled(1, "quota exceeded"),
+            Injected::Throttled { retry_after_secs } => throttled(retry_after_secs, "throttled"),
+            Injected::Unavailable => error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "carrier unavailable".to_owned(),
             ),
-        );
+            Injected::Malformed(m) => error(
+                StatusCode::BAD_GATEWAY,
+                format!("scripted malformed answer {m:?}"),
+            ),
+        };
+        return (fault.outcome(), resp);
     }
     let fleet = &st.0.fleet;
     let found = match kind {
@@ -168,18 +241,6 @@ async fn answer(
             error(StatusCode::NOT_FOUND, format!("unknown card {iccid}")),
         ),
     }
-}
-
-/// An injected timeout: holds the request (not the server) until `hang_ms` or shutdown.
-async fn hang(st: &SimState) -> (Outcome, Response) {
-    tokio::select! {
-        () = tokio::time::sleep(st.0.faults.hang()) => {}
-        () = st.0.cancel.cancelled() => {}
-    }
-    (
-        Outcome::Timeout,
-        error(StatusCode::GATEWAY_TIMEOUT, "injected timeout".to_owned()),
-    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -302,4 +363,46 @@ async fn put_script(
 
 async fn get_stats(State(st): State<SimState>) -> Response {
     Json(st.stats()).into_response()
+}
+
+fn protocol_of(name: &str) -> Result<CarrierProtocol, Response> {
+    name.parse::<CarrierProtocol>()
+        .map_err(|e| error(StatusCode::NOT_FOUND, e))
+}
+
+async fn get_account(State(st): State<SimState>, Path(name): Path<String>) -> Response {
+    match protocol_of(&name) {
+        Ok(p) => Json(st.account(p)).into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn put_account(
+    State(st): State<SimState>,
+    Path(name): Path<String>,
+    body: Result<Json<super::SimAccountPatch>, JsonRejection>,
+) -> Response {
+    let p = match protocol_of(&name) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    match body {
+        Ok(Json(patch)) => Json(st.set_account(p, patch)).into_response(),
+        Err(r) => rejection(r),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Expired {
+    expired: usize,
+}
+
+async fn expire_tokens(State(st): State<SimState>, Path(name): Path<String>) -> Response {
+    match protocol_of(&name) {
+        Ok(p) => Json(Expired {
+            expired: st.expire_tokens(p),
+        })
+        .into_response(),
+        Err(r) => r,
+    }
 }

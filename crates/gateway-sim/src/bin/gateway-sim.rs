@@ -54,6 +54,11 @@ struct ServeArgs {
     /// How long an injected timeout hangs, milliseconds.
     #[arg(long, default_value_t = 60_000)]
     hang_ms: u64,
+    /// Serve one real platform's protocol at the root (onelink, ctcc-5gcmp, control-center,
+    /// 1nce, emnify); without it, the project's own protocol at the root and every platform on
+    /// its prefix (/onelink, /ctcc, /control-center, /1nce, /emnify).
+    #[arg(long)]
+    protocol: Option<domain::CarrierProtocol>,
 }
 
 #[tokio::main]
@@ -89,6 +94,9 @@ async fn main() -> anyhow::Result<()> {
         seed: args.seed,
         faults,
         timezone: args.timezone,
+        protocol: args
+            .protocol
+            .filter(|p| *p != domain::CarrierProtocol::CmpJson),
         ..SimOptions::default()
     };
     let sim = SimServer::start(opts).await?;
