@@ -85,4 +85,53 @@ impl CarrierGateway for CountingGateway {
         self.count(&res);
         res
     }
+
+    async fn network_status(
+        &self,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<NetworkStatus, GatewayError> {
+        let res = self.inner.network_status(carrier, iccid).await;
+        self.count(&res);
+        res
+    }
+
+    fn batch_size(&self, carrier: CarrierId) -> usize {
+        self.inner.batch_size(carrier)
+    }
+
+    async fn realname_batch(
+        &self,
+        carrier: CarrierId,
+        iccids: &[String],
+    ) -> Result<Vec<Result<RealNameStatus, GatewayError>>, GatewayError> {
+        let res = self.inner.realname_batch(carrier, iccids).await;
+        self.count(&res);
+        res
+    }
+
+    async fn usage_batch(
+        &self,
+        carrier: CarrierId,
+        iccids: &[String],
+    ) -> Result<Vec<Result<MonthUsage, GatewayError>>, GatewayError> {
+        let res = self.inner.usage_batch(carrier, iccids).await;
+        self.count(&res);
+        res
+    }
+
+    async fn network_status_batch(
+        &self,
+        carrier: CarrierId,
+        iccids: &[String],
+    ) -> Result<Vec<Result<NetworkStatus, GatewayError>>, GatewayError> {
+        let res = self.inner.network_status_batch(carrier, iccids).await;
+        self.count(&res);
+        res
+    }
+
+    /// Not counted: a probe is an operator's test, not polling traffic.
+    async fn probe(&self, carrier: CarrierId) -> Result<(), GatewayError> {
+        self.inner.probe(carrier).await
+    }
 }

@@ -62,12 +62,19 @@ pub struct Readiness {
     redis: Pool,
     /// Added by the binary: `(part name, check)`, e.g. `("queues", initialised?)`.
     probes: Vec<(&'static str, Probe)>,
+    /// Added by the binary: `(name, what to show)`, e.g. `("carriers", each carrier's health)`.
+    details: Vec<(&'static str, Detail)>,
 }
 
-/// The answer of every part: `Ok` or why it is not ready.
+type Detail = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// The answer of every part: `Ok` or why it is not ready; and the details that inform without
+/// deciding readiness (a carrier refusing our credentials does not make a node unable to poll
+/// the others).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadinessReport {
     pub parts: Vec<(&'static str, Result<(), String>)>,
+    pub details: Vec<(&'static str, serde_json::Value)>,
 }
 
 impl ReadinessReport {
@@ -88,7 +95,15 @@ impl ReadinessReport {
                 ((*name).to_owned(), serde_json::Value::String(value))
             })
             .collect();
-        serde_json::json!({ "ready": self.ready(), "checks": checks })
+        if self.details.is_empty() {
+            return serde_json::json!({ "ready": self.ready(), "checks": checks });
+        }
+        let detail: serde_json::Map<String, serde_json::Value> = self
+            .details
+            .iter()
+            .map(|(name, v)| ((*name).to_owned(), v.clone()))
+            .collect();
+        serde_json::json!({ "ready": self.ready(), "checks": checks, "detail": detail })
     }
 }
 
@@ -99,7 +114,17 @@ impl Readiness {
             db,
             redis,
             probes: Vec::new(),
+            details: Vec::new(),
         }
+    }
+
+    /// Adds a detail shown under `detail.{name}` of `/readyz` that never makes it 503.
+    pub fn with_detail<F>(mut self, name: &'static str, detail: F) -> Self
+    where
+        F: Fn() -> serde_json::Value + Send + Sync + 'static,
+    {
+        self.details.push((name, Arc::new(detail)));
+        self
     }
 
     /// Adds a part: ready only when `probe` answers `Ok` within two seconds.
@@ -139,6 +164,7 @@ impl Readiness {
         .await;
         ReadinessReport {
             parts: names.into_iter().zip(results).collect(),
+            details: self.details.iter().map(|(n, d)| (*n, d())).collect(),
         }
     }
 

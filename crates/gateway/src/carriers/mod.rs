@@ -113,3 +113,18 @@ fn cmp_json(account: &CarrierAccount, ctx: &AdapterContext) -> Result<HttpGatewa
     config.retry = ctx.retry.clone();
     HttpGateway::new(config, ctx.limiter.clone())
 }
+
+/// The longest a stop or start can take through the default gateway or any of `accounts`,
+/// by the clients' own timers (see [`GatewayConfig::command_bound`]); stop/resume sets its call
+/// deadline from it. A carrier added later with a longer timeout is cut off at this bound: its
+/// intent closes `interrupted` and the next evaluation asks again, which is safe.
+pub fn command_bound(default: &GatewayConfig, accounts: &[CarrierAccount]) -> Duration {
+    accounts
+        .iter()
+        .map(|a| {
+            let mut c = default.clone();
+            c.timeout = Duration::from_millis(u64::from(a.limits.timeout_ms));
+            c.command_bound()
+        })
+        .fold(default.command_bound(), Duration::max)
+}

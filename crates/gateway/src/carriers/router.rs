@@ -110,6 +110,13 @@ impl CarrierRouter {
         failed
     }
 
+    /// Reads the carriers from `store` once and installs them.
+    pub async fn refresh(&self, store: &dyn CarrierStore) -> Result<(), domain::StoreError> {
+        let accounts = store.all().await?;
+        self.apply(accounts);
+        Ok(())
+    }
+
     /// Reads the carriers from `store` now and then (every `every`), applying a change as soon
     /// as the store's version moves. Runs until `shutdown`.
     pub async fn follow(
