@@ -14,6 +14,8 @@ use domain::{
     PollingConfigInput, RealNameStatus, ResetCycle, StopReason, TaskType,
 };
 use fred::clients::Pool;
+use domain::{CarrierAccount, CarrierId, CarrierLimits, CarrierProtocol, Credentials};
+use gateway::carriers::{AdapterContext, CarrierRouter};
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
 use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use polling_config::PollingConfigManager;
@@ -120,8 +122,69 @@ fn gateway(sim: &SimHandle) -> HttpGateway {
     HttpGateway::new(config, None).expect("gateway client builds")
 }
 
+/// The sim's default account for `protocol`, as a carrier configuration of carrier 1 (the
+/// carrier of every card of the world) at the sim's root of that protocol.
+pub fn account_of(sim: &SimHandle, protocol: CarrierProtocol) -> CarrierAccount {
+    let mut credentials = Credentials::new();
+    for (k, v) in gateway_sim::SimAccount::default_for(protocol).credentials {
+        credentials = credentials.with(k, v);
+    }
+    let now = Utc::now();
+    CarrierAccount {
+        carrier_id: CarrierId(1),
+        name: format!("carrier on {protocol}"),
+        protocol,
+        base_url: sim.url_of(protocol),
+        credentials,
+        limits: CarrierLimits {
+            rate_limit_per_sec: 0,
+            max_concurrent: 0,
+            timeout_ms: 1000,
+            ..protocol.default_limits()
+        },
+        enabled: true,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
 impl World {
     pub async fn new() -> World {
+        Self::build(|sim, _| Arc::new(gateway(sim))).await
+    }
+
+    /// A world whose cards (carrier 1) are served through the [`CarrierRouter`] by the adapter
+    /// of `protocol`, configured with `account` (the sim's default account unless changed).
+    pub async fn for_carrier(
+        protocol: CarrierProtocol,
+        change: impl FnOnce(&mut CarrierAccount),
+    ) -> (World, Arc<CarrierRouter>) {
+        let mut slot = None;
+        let w = Self::build(|sim, clock| {
+            let mut account = account_of(sim, protocol);
+            change(&mut account);
+            let mut ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, clock);
+            ctx.retry = RetryPolicy {
+                base_delay: std::time::Duration::from_millis(10),
+                max_delay: std::time::Duration::from_millis(40),
+                ..RetryPolicy::default()
+            };
+            let router = Arc::new(CarrierRouter::new(Arc::new(gateway(sim)), ctx));
+            let refused = router.apply(vec![account]);
+            assert!(
+                refused.is_empty() || protocol == CarrierProtocol::CmpJson,
+                "adapter builds: {refused:?}"
+            );
+            slot = Some(router.clone());
+            router
+        })
+        .await;
+        (w, slot.expect("router built"))
+    }
+
+    async fn build(
+        gateway_of: impl FnOnce(&SimHandle, Arc<dyn domain::Clock>) -> Arc<dyn gateway::CarrierGateway>,
+    ) -> World {
         let env = TestEnv::new().await.expect("test env");
         let stores = Stores::new(env.db.conn.clone());
         let clock = ManualClock::new(t0());
@@ -156,7 +219,7 @@ impl World {
             .await
             .expect("config inserts");
         configs.refresh().await.expect("configs load");
-        let gw: Arc<dyn gateway::CarrierGateway> = Arc::new(gateway(&sim));
+        let gw: Arc<dyn gateway::CarrierGateway> = gateway_of(&sim, arc_clock.clone());
         let lifecycle = lifecycle::PollingLifecycleService::new(
             stores.cards.clone(),
             stores.devices.clone(),
