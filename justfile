@@ -72,7 +72,8 @@ build:
     cargo build --release --bins
 
 # Run it: a fresh fleet of 100,000 cards polled live against gateway-sim (Ctrl-C to stop).
-# `just demo --cluster` runs it on a local three-master Redis Cluster (ports 7131-7133).
+# `just demo --cluster` runs it on a local three-master Redis Cluster (ports 7131-7133);
+# `just demo --carriers mixed` spreads the fleet over six carriers, one per protocol.
 demo *args:
     scripts/demo.sh {{args}}
 

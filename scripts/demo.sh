@@ -10,20 +10,31 @@
 # `--cluster` runs it on a local three-master Redis Cluster instead (scripts/redis-cluster.sh on
 # CMP_DEMO_CLUSTER_PORTS, default 7131 7132 7133), started when absent and stopped at the end
 # if the demo started it.
+# `--carriers mixed` spreads the fleet over six carriers, one per protocol (the project's own,
+# OneLink, China Telecom 5GCMP, Control Center, 1NCE, emnify), each configured through the admin
+# API against its platform on gateway-sim (every platform on its path prefix of one simulator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=0
 cluster=0
+carriers=single
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) duration=$2; shift 2 ;;
         --duration=*) duration=${1#*=}; shift ;;
         --cluster) cluster=1; shift ;;
-        *) echo "usage: just demo [--duration SECONDS] [--cluster]" >&2; exit 2 ;;
+        --carriers) carriers=$2; shift 2 ;;
+        --carriers=*) carriers=${1#*=}; shift ;;
+        *) echo "usage: just demo [--duration SECONDS] [--cluster] [--carriers mixed]" >&2; exit 2 ;;
     esac
 done
 duration=${CMP_DEMO_DURATION:-$duration}
+case "$carriers" in
+    single) seed_carriers=3 ;;
+    mixed) seed_carriers=6 ;;
+    *) echo "demo: --carriers takes \`mixed\` (got \`$carriers\`)" >&2; exit 2 ;;
+esac
 
 admin_url=${CMP_DEMO_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 redis_url=${CMP_DEMO_REDIS_URL:-redis://127.0.0.1:6379}
@@ -89,7 +100,8 @@ trap 'exit 0' INT TERM
 pids+=($!)
 "$bin/cmp-worker" migrate >"$logs/migrate.log" 2>&1
 echo "demo: seeding $cards cards into PostgreSQL and gateway-sim"
-"$bin/cmp-worker" seed --cards "$cards" --gateway-url "http://$sim_addr" --demo 2>"$logs/seed.log"
+"$bin/cmp-worker" seed --cards "$cards" --gateway-url "http://$sim_addr" --demo \
+    --carriers "$seed_carriers" 2>"$logs/seed.log"
 
 "$bin/cmp-worker" run >"$logs/worker.log" 2>&1 &
 pids+=($!)
@@ -97,6 +109,26 @@ pids+=($!)
 pids+=($!)
 viewer_key=$("$bin/cmp-api" keys create --name demo-viewer --role viewer 2>>"$logs/keys.log" | tail -n 1)
 admin_key=$("$bin/cmp-api" keys create --name demo-admin --role admin 2>>"$logs/keys.log" | tail -n 1)
+if [ "$carriers" = mixed ]; then
+    # Carrier 1 keeps the project's own protocol; 2..6 speak a real platform's, each with the
+    # simulator's default account (docs/carriers/<protocol>.md) and a demo-sized budget.
+    for _ in $(seq 1 50); do curl -fsS "http://$api_addr/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+    i=1
+    for spec in "cmp-json||{}" \
+        "onelink|/onelink|{\"appid\":\"sim-onelink-appid\",\"password\":\"sim-onelink-password\"}" \
+        "ctcc-5gcmp|/ctcc|{\"app_key\":\"sim-ctcc-app-key\",\"secret\":\"sim-ctcc-secret\"}" \
+        "control-center|/control-center|{\"username\":\"sim-cc-user\",\"api_key\":\"sim-cc-api-key\"}" \
+        "1nce|/1nce|{\"client_id\":\"sim-1nce-client\",\"client_secret\":\"sim-1nce-secret\"}" \
+        "emnify|/emnify|{\"application_token\":\"sim-emnify-application-token\"}"; do
+        IFS='|' read -r protocol path creds <<<"$spec"
+        body="{\"carrier_id\":$i,\"name\":\"demo $protocol\",\"protocol\":\"$protocol\",\"base_url\":\"http://$sim_addr$path\",\"credentials\":$creds,\"rate_limit_per_sec\":0,\"max_concurrent\":64,\"batch_size\":1,\"timeout_ms\":5000}"
+        curl -fsS -X POST "http://$api_addr/api/admin/carriers" -H "Authorization: Bearer $admin_key" \
+            -H 'Content-Type: application/json' -d "$body" >>"$logs/carriers.log" 2>&1 \
+            || { echo "demo: configuring carrier $i ($protocol) failed; see $logs/carriers.log" >&2; exit 1; }
+        echo "demo: carrier $i speaks $protocol at http://$sim_addr$path"
+        i=$((i + 1))
+    done
+fi
 echo "demo: worker metrics http://$worker_addr/metrics, API http://$api_addr, logs in $logs"
 echo "demo: dashboard http://$api_addr/  viewer key $viewer_key  admin key $admin_key"
 echo "demo: Ctrl-C to stop"

@@ -48,6 +48,10 @@ pub(crate) struct SeedArgs {
     /// ICCID prefix, so that several fleets can share a database.
     #[arg(long, default_value = "8986")]
     pub(crate) iccid_prefix: String,
+    /// The cards are spread over carriers 1..=N (`just demo --carriers mixed` uses 6, one per
+    /// protocol).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(crate) carriers: u64,
 }
 
 pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<()> {
@@ -209,7 +213,7 @@ fn generate(
         cards.push(NewCard {
             iccid: iccid.clone(),
             msisdn: Some(format!("1{:010}", i % 10_000_000_000)),
-            carrier_id: CarrierId(1 + (i % 3) as i64),
+            carrier_id: CarrierId(1 + (i % args.carriers) as i64),
             card_category: if industry {
                 CardCategory::Industry
             } else {
