@@ -42,6 +42,11 @@ const MIGRATIONS: &[SqlMigration] = &[
         up: include_str!("../sql/0006_stop_resume_intent.up.sql"),
         down: include_str!("../sql/0006_stop_resume_intent.down.sql"),
     },
+    SqlMigration {
+        name: "m0007_carriers",
+        up: include_str!("../sql/0007_carriers.up.sql"),
+        down: include_str!("../sql/0007_carriers.down.sql"),
+    },
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -13,6 +13,7 @@ const UNIQUE_FIELDS: &[(&str, &str)] = &[
     ("uq_polling_config_name", "name"),
     ("uq_data_cleanup_config_table", "table_name"),
     ("uq_api_key_hash", "key_hash"),
+    ("tb_carrier_pkey", "carrier_id"),
 ];
 
 /// Maps a sea-orm error: unique violation -> `Conflict { field }`; foreign-key, check,

@@ -1,7 +1,8 @@
 //! The PostgreSQL side of the polling core: sea-orm entities for every table of the schema
 //! (`entity`) and the implementations of the store traits of `domain::store`
 //! ([`PgCardStore`], [`PgDeviceStore`], [`PgPackageStore`], [`PgPollingConfigStore`],
-//! [`PgAlertStore`], [`PgCleanupStore`], [`PgManualTriggerLogStore`], [`PgApiKeyStore`]),
+//! [`PgAlertStore`], [`PgCleanupStore`], [`PgManualTriggerLogStore`], [`PgApiKeyStore`],
+//! [`PgCarrierStore`]),
 //! bundled by [`Stores`].
 //!
 //! This crate owns every SQL statement of the system. Library crates never name it: they take
@@ -25,6 +26,7 @@ mod bulk;
 mod card;
 mod card_admin;
 mod card_sql;
+mod carrier;
 mod cleanup;
 mod cleanup_partitions;
 mod config;
@@ -51,6 +53,7 @@ pub use api_key::PgApiKeyStore;
 pub use audit_log::PgAdminAuditStore;
 pub use card::PgCardStore;
 pub use card_admin::PgCardAdminStore;
+pub use carrier::PgCarrierStore;
 pub use cleanup::PgCleanupStore;
 pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
@@ -63,9 +66,9 @@ pub use usage_history::PgUsageHistoryStore;
 
 use domain::StoreError;
 use domain::store::{
-    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CleanupStore, DeviceStore,
-    ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore,
-    UsageHistoryStore,
+    AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CarrierStore,
+    CleanupStore, DeviceStore, ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore,
+    PackageStore, PollingConfigStore, UsageHistoryStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -99,6 +102,8 @@ pub struct Stores {
     pub admin_audit: Arc<dyn AdminAuditStore>,
     /// A card's usage records by hour (the dashboard's card chart).
     pub usage_history: Arc<dyn UsageHistoryStore>,
+    /// Carriers as configuration (`tb_carrier`).
+    pub carriers: Arc<dyn CarrierStore>,
 }
 
 impl Stores {
@@ -116,6 +121,7 @@ impl Stores {
             card_admin: Arc::new(PgCardAdminStore::new(db.clone())),
             admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
             usage_history: Arc::new(PgUsageHistoryStore::new(db.clone())),
+            carriers: Arc::new(PgCarrierStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }

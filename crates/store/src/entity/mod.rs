@@ -7,6 +7,7 @@
 pub mod admin_audit_log;
 pub mod api_key;
 pub mod card_state_log;
+pub mod carrier;
 pub mod data_cleanup_config;
 pub mod data_cleanup_log;
 pub mod data_usage_record;

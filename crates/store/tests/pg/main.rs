@@ -6,6 +6,7 @@ mod batches;
 mod bulk;
 mod calendar;
 mod cards;
+mod carriers;
 mod common;
 mod intent;
 mod packages;
