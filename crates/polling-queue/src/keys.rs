@@ -17,6 +17,8 @@
 //! - **MULTI/EXEC** is used only to replace one hash ([`RedisKey::InitProgress`],
 //!   [`RedisKey::ReconcileProgress`], [`RedisKey::Configs`]: `DEL` + `HSET` (+ `EXPIRE`) of the
 //!   same key), so a transaction never leaves its key's slot.
+//! - **The carrier health board** ([`RedisKey::CarrierHealth`]) is one hash: `HSET` + `EXPIRE`
+//!   of that key in a pipeline, `HGETALL` / `HGET` to read.
 //! - **Operations over many keys are pipelines of one-key commands**, which fred routes to the
 //!   node of each key: adding or removing a card in the four queues, `requeue_many` over shards,
 //!   cache invalidation of many cards, setting one protect key and deleting the other, queue
@@ -86,6 +88,9 @@ pub enum RedisKey {
     Lease { job: String },
     /// `polling:ratelimit:gateway:{bucket}`: GCRA state of a gateway budget (one per carrier).
     RateLimit { bucket: String },
+    /// `polling:carrier:health`: hash carrier id -> JSON of `domain::CarrierHealth`, published
+    /// by worker nodes, read by the API (TTL 24 h after the last publish).
+    CarrierHealth,
 }
 
 /// Renders [`RedisKey`]s with the deployment prefix.
@@ -135,6 +140,7 @@ impl Keys {
             RedisKey::CardLock { card } => write!(s, "lock:card:{card}"),
             RedisKey::Lease { job } => write!(s, "lease:{job}"),
             RedisKey::RateLimit { bucket } => write!(s, "ratelimit:gateway:{bucket}"),
+            RedisKey::CarrierHealth => write!(s, "carrier:health"),
         };
         s
     }
@@ -237,6 +243,7 @@ mod tests {
                 RedisKey::RateLimit { bucket: "3".into() },
                 "polling:ratelimit:gateway:3",
             ),
+            (RedisKey::CarrierHealth, "polling:carrier:health"),
         ];
         for (key, want) in cases {
             assert_eq!(k.render(&key), want);

@@ -8,6 +8,7 @@
 //! - the card cache ([`CardCache`]), device protect periods ([`ProtectKeys`]), singleton leases
 //!   ([`SingletonLease`]), per-card locks ([`CardLock`]), task counters ([`TaskCounters`]);
 //! - the shared gateway budget ([`RedisRateLimiter`], implementing [`domain::RateLimiter`]);
+//! - the carrier health board ([`CarrierHealthBoard`]), written by workers, read by the API;
 //! - the Redis server's clock, read locally ([`RedisClock`], a [`domain::Clock`]).
 //!
 //! It must not touch PostgreSQL (no store, no sea-orm), the gateway or the scheduler: it is
@@ -19,6 +20,7 @@ mod align;
 mod bulk_resp;
 mod cache;
 mod card_lock;
+mod carrier_health;
 mod check;
 mod depth;
 mod error;
@@ -46,6 +48,7 @@ mod token_lock;
 pub use align::Aligned;
 pub use cache::CardCache;
 pub use card_lock::{CardLock, CardLockToken};
+pub use carrier_health::CarrierHealthBoard;
 pub use check::ScanStep;
 pub use error::QueueError;
 pub use init::{FirstEntries, InitWriter};
