@@ -1,0 +1,653 @@
+//! The 1NCE adapter against the simulator's 1NCE Management API, in-process on port 0. Each
+//! test names the part of 1NCE's documentation it follows ("Authorization", "General SIMs",
+//! "SIM Usage", "API Rate Limits"); `docs/carriers/1nce.md` is the adapter's page.
+
+use chrono::{Duration as Days, TimeZone, Utc};
+use domain::{
+    CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol, Credentials,
+    NetworkStatus, PackageStatus, RealNameStatus, SystemClock,
+};
+use gateway::carriers::units::month_of;
+use gateway::carriers::{AdapterContext, build_adapter};
+use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError, RetryPolicy};
+use gateway_sim::{
+    FaultsPatch, Hang, Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardPatch,
+    SimCardSpec, SimHandle, SimOptions, SimServer,
+};
+use rust_decimal_macros::dec;
+use std::sync::Arc;
+use std::time::Duration;
+
+const P: CarrierProtocol = CarrierProtocol::OneNce;
+const C: CarrierId = CarrierId(11);
+const A: &str = "8988228066600000001";
+const B: &str = "8988228066600000002";
+
+async fn sim() -> SimHandle {
+    SimServer::start(SimOptions::default())
+        .await
+        .expect("sim starts")
+}
+
+fn default_credentials() -> Credentials {
+    SimAccount::default_for(P)
+        .credentials
+        .into_iter()
+        .fold(Credentials::new(), |c, (k, v)| c.with(k, v))
+}
+
+fn account(sim: &SimHandle, credentials: Credentials, timeout_ms: u32) -> CarrierAccount {
+    CarrierAccount {
+        carrier_id: C,
+        name: "1NCE".into(),
+        protocol: P,
+        base_url: sim.url_of(P),
+        credentials,
+        limits: CarrierLimits {
+            timeout_ms,
+            ..P.default_limits()
+        },
+        enabled: true,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
+fn ctx() -> AdapterContext {
+    let mut ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
+    ctx.retry = RetryPolicy {
+        base_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(100),
+        ..RetryPolicy::default()
+    };
+    ctx
+}
+
+fn adapter_with(sim: &SimHandle, credentials: Credentials) -> Arc<dyn CarrierGateway> {
+    build_adapter(&account(sim, credentials, 2_000), &ctx()).expect("adapter builds")
+}
+
+fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
+    adapter_with(sim, default_credentials())
+}
+
+fn card(iccid: &str, total: rust_decimal::Decimal) -> SimCardSpec {
+    SimCardSpec {
+        month_total_mb: total,
+        ..SimCardSpec::new(iccid)
+    }
+}
+
+fn script(call: CallKind, steps: Vec<ScriptStep>) -> Script {
+    Script {
+        fail_next: steps,
+        call: Some(call),
+    }
+}
+
+fn current_month() -> chrono::NaiveDate {
+    month_of(Utc::now(), chrono_tz::Asia::Shanghai)
+}
+
+/// Requests the sim received per call kind (token requests count as `realname`).
+fn requests(sim: &SimHandle, kind: CallKind) -> u64 {
+    sim.state().stats().by_call[kind.as_str()]
+}
+
+fn unintelligible(e: &GatewayError) -> Option<AnswerFault> {
+    match e {
+        GatewayError::Unintelligible { kind, .. } => Some(*kind),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Authorization: POST /oauth/token
+
+#[tokio::test]
+async fn authorization_oauth_token_is_fetched_once_and_reused() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    let gw = adapter(&sim);
+    for _ in 0..3 {
+        gw.usage(C, A).await.unwrap();
+    }
+    // One token request (counted as realname), three usage requests.
+    assert_eq!(requests(&sim, CallKind::Realname), 1);
+    assert_eq!(requests(&sim, CallKind::Usage), 3);
+}
+
+#[tokio::test]
+async fn authorization_token_expired_mid_run_is_renewed_transparently() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(7.5))]).unwrap();
+    let gw = adapter(&sim);
+    assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(7.5));
+    assert_eq!(sim.state().expire_tokens(P), 1);
+    // The 401 is answered inside the call: a new token, the request once more.
+    assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(7.5));
+    assert_eq!(requests(&sim, CallKind::Realname), 2, "two token requests");
+    assert_eq!(requests(&sim, CallKind::Usage), 3, "one usage request repeated");
+    // And the renewed token serves the next calls.
+    gw.usage(C, A).await.unwrap();
+    assert_eq!(requests(&sim, CallKind::Realname), 2);
+}
+
+#[tokio::test]
+async fn authorization_token_refused_after_one_renewal_is_auth() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    let gw = adapter(&sim);
+    sim.state().set_script(script(
+        CallKind::Usage,
+        vec![ScriptStep::Status(401), ScriptStep::Status(401)],
+    ));
+    let err = gw.usage(C, A).await.unwrap_err();
+    assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
+    // One renewal, not a loop.
+    assert_eq!(requests(&sim, CallKind::Realname), 2);
+    assert_eq!(requests(&sim, CallKind::Usage), 2);
+}
+
+#[tokio::test]
+async fn authorization_bad_credentials_are_auth_after_one_token_request() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    let wrong_secret = "sim-1nce-WRONG-secret-4711";
+    let gw = adapter_with(
+        &sim,
+        Credentials::new()
+            .with("client_id", "sim-1nce-client")
+            .with("client_secret", wrong_secret),
+    );
+    let err = gw.usage(C, A).await.unwrap_err();
+    assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
+    assert!(!err.is_retryable());
+    assert_eq!(requests(&sim, CallKind::Realname), 1, "one token request");
+    assert_eq!(requests(&sim, CallKind::Usage), 0, "no SIM request without a token");
+    for text in [err.to_string(), format!("{err:?}")] {
+        assert!(!text.contains(wrong_secret), "{text}");
+    }
+
+    let unknown_user = adapter_with(
+        &sim,
+        Credentials::new()
+            .with("client_id", "someone-else")
+            .with("client_secret", "sim-1nce-secret"),
+    );
+    let err = unknown_user.probe(C).await.unwrap_err();
+    assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
+    for text in [err.to_string(), format!("{err:?}")] {
+        assert!(!text.contains("sim-1nce-secret") && !text.contains("someone-else"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn authorization_probe_is_one_authenticated_page_of_the_sim_list() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    let gw = adapter(&sim);
+    gw.probe(C).await.unwrap();
+    assert_eq!(requests(&sim, CallKind::Realname), 2, "the token and one page");
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIM Usage: GET /v1/sims/{iccid}/usage (daily records, MB)
+
+#[tokio::test]
+async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
+    let sim = sim().await;
+    // 1 KB is 0.0009765625 MB: not a round figure, kept exactly.
+    sim.state()
+        .upsert_cards(vec![
+            card(A, dec!(100.5)),
+            card(B, dec!(0.0009765625)),
+        ])
+        .unwrap();
+    let gw = adapter(&sim);
+    let u = gw.usage(C, A).await.unwrap();
+    assert_eq!(u.month, current_month());
+    assert_eq!(u.month_total_mb, dec!(100.5));
+    // Growth 0: the same figure again.
+    assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(100.5));
+    assert_eq!(
+        gw.usage(C, B).await.unwrap().month_total_mb,
+        dec!(0.0009765625)
+    );
+
+    // With growth, each answer adds it, to the last digit.
+    sim.state()
+        .patch_card(
+            A,
+            SimCardPatch {
+                growth_mb_per_query: Some(dec!(0.125)),
+                ..SimCardPatch::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(100.625));
+    assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(100.750));
+}
+
+#[tokio::test]
+async fn sim_usage_month_rollover_starts_the_new_month_from_zero() {
+    let sim = sim().await;
+    let last_month = (current_month() - Days::days(1)).format("%Y-%m").to_string();
+    sim.state()
+        .upsert_cards(vec![SimCardSpec {
+            month: Some(last_month),
+            ..card(A, dec!(512.25))
+        }])
+        .unwrap();
+    let gw = adapter(&sim);
+    let u = gw.usage(C, A).await.unwrap();
+    assert_eq!(u.month, current_month());
+    assert_eq!(u.month_total_mb, dec!(0));
+}
+
+#[tokio::test]
+async fn sim_usage_html_page_is_unintelligible_not_json() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(3))]).unwrap();
+    let gw = adapter(&sim);
+    gw.usage(C, A).await.unwrap();
+    sim.state().set_script(script(
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::Html)],
+    ));
+    let err = gw.usage(C, A).await.unwrap_err();
+    assert_eq!(unintelligible(&err), Some(AnswerFault::NotJson), "{err:?}");
+    assert!(!err.is_retryable());
+    assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(3));
+}
+
+#[tokio::test]
+async fn sim_usage_an_empty_answer_is_a_missing_field_never_zero() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(42))]).unwrap();
+    let gw = adapter(&sim);
+    sim.state().set_script(script(
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::DropLast)],
+    ));
+    let err = gw.usage(C, A).await.unwrap_err();
+    assert_eq!(unintelligible(&err), Some(AnswerFault::MissingField), "{err:?}");
+}
+
+#[tokio::test]
+async fn sim_usage_unknown_card_is_not_found() {
+    let sim = sim().await;
+    let gw = adapter(&sim);
+    assert_eq!(gw.usage(C, A).await.unwrap_err(), GatewayError::NotFound);
+    assert_eq!(gw.packages(C, A).await.unwrap_err(), GatewayError::NotFound);
+    assert_eq!(gw.realname(C, A).await.unwrap_err(), GatewayError::NotFound);
+    assert_eq!(gw.network_status(C, A).await.unwrap_err(), GatewayError::NotFound);
+    assert_eq!(gw.stop(C, A).await.unwrap_err(), GatewayError::NotFound);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIM Usage: GET /v1/sims/{iccid}/quota/data
+
+#[tokio::test]
+async fn sim_usage_data_quota_is_the_one_package() {
+    let sim = sim().await;
+    let expires = Utc.with_ymd_and_hms(2036, 1, 1, 0, 0, 0).unwrap();
+    let active = CarrierPackage {
+        external_id: "P-1".into(),
+        status: PackageStatus::Active,
+        used_mb: dec!(64.2),
+        limit_mb: Some(dec!(500)),
+        activated_at: Some(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()),
+        expires_at: Some(expires),
+    };
+    let lapsed = CarrierPackage {
+        used_mb: dec!(10),
+        expires_at: Some(Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap()),
+        ..active.clone()
+    };
+    sim.state()
+        .upsert_cards(vec![
+            SimCardSpec {
+                packages: vec![active],
+                ..SimCardSpec::new(A)
+            },
+            SimCardSpec {
+                packages: vec![lapsed],
+                ..SimCardSpec::new(B)
+            },
+        ])
+        .unwrap();
+    let gw = adapter(&sim);
+    assert_eq!(
+        gw.packages(C, A).await.unwrap(),
+        vec![CarrierPackage {
+            external_id: "data-quota".into(),
+            status: PackageStatus::Active,
+            used_mb: dec!(64.2),
+            limit_mb: Some(dec!(500)),
+            activated_at: None,
+            expires_at: Some(expires),
+        }]
+    );
+    let b = gw.packages(C, B).await.unwrap();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].status, PackageStatus::Expired);
+    assert_eq!(b[0].used_mb, dec!(10));
+
+    sim.state().set_script(script(
+        CallKind::Packages,
+        vec![ScriptStep::Malformed(Malformed::Html)],
+    ));
+    let err = gw.packages(C, A).await.unwrap_err();
+    assert_eq!(unintelligible(&err), Some(AnswerFault::NotJson), "{err:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// General SIMs: GET /v1/sims/{iccid}, PUT /v1/sims/{iccid}
+
+#[tokio::test]
+async fn general_sims_realname_is_verified_for_every_known_sim() {
+    let sim = sim().await;
+    sim.state()
+        .upsert_cards(vec![SimCardSpec {
+            real_name_status: RealNameStatus::NotVerified,
+            ..SimCardSpec::new(A)
+        }])
+        .unwrap();
+    let gw = adapter(&sim);
+    // 1NCE has no KYC status: the sim's flag has no 1NCE field and changes nothing.
+    assert_eq!(gw.realname(C, A).await.unwrap(), RealNameStatus::Verified);
+    sim.state()
+        .patch_card(
+            A,
+            SimCardPatch {
+                real_name_status: Some(RealNameStatus::Verified),
+                ..SimCardPatch::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(gw.realname(C, A).await.unwrap(), RealNameStatus::Verified);
+}
+
+#[tokio::test]
+async fn general_sims_put_status_disabled_then_enabled() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
+    let gw = adapter(&sim);
+    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Online);
+    assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
+    assert_eq!(
+        sim.state().card(A).unwrap().network_status,
+        NetworkStatus::Stopped
+    );
+    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Stopped);
+    assert_eq!(gw.start(C, A).await.unwrap(), NetworkStatus::Online);
+    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Online);
+    let v = sim.state().card(A).unwrap();
+    assert_eq!(
+        (v.stop_calls, v.start_calls, v.stops_applied, v.starts_applied),
+        (1, 1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn general_sims_put_is_retried_on_5xx_and_never_on_html() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
+    let gw = adapter(&sim);
+    gw.probe(C).await.unwrap();
+    sim.state().set_script(script(
+        CallKind::Stop,
+        vec![ScriptStep::Status(503), ScriptStep::Status(502)],
+    ));
+    assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
+    let v = sim.state().card(A).unwrap();
+    assert_eq!((v.stop_calls, v.stops_applied), (3, 1));
+
+    // A proxy's page with HTTP 200 is not an acceptance: the card stays as it was.
+    sim.state().set_script(script(
+        CallKind::Start,
+        vec![ScriptStep::Malformed(Malformed::Html)],
+    ));
+    let err = gw.start(C, A).await.unwrap_err();
+    assert_eq!(unintelligible(&err), Some(AnswerFault::NotJson), "{err:?}");
+    let v = sim.state().card(A).unwrap();
+    assert_eq!((v.start_calls, v.starts_applied), (1, 0));
+    assert_eq!(v.network_status, NetworkStatus::Stopped);
+}
+
+#[tokio::test]
+async fn general_sims_answer_for_another_iccid_is_refused() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
+    let gw = adapter(&sim);
+    gw.probe(C).await.unwrap();
+    sim.state().set_script(script(
+        CallKind::Realname,
+        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
+    ));
+    let err = gw.network_status(C, A).await.unwrap_err();
+    assert_eq!(unintelligible(&err), Some(AnswerFault::WrongIccid), "{err:?}");
+    sim.state().set_script(script(
+        CallKind::Realname,
+        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
+    ));
+    let err = gw.realname(C, A).await.unwrap_err();
+    assert_eq!(unintelligible(&err), Some(AnswerFault::WrongIccid), "{err:?}");
+}
+
+#[tokio::test]
+async fn general_sims_status_outside_enabled_disabled_is_unknown_status() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
+    let gw = adapter(&sim);
+    gw.probe(C).await.unwrap();
+    sim.state().set_script(script(
+        CallKind::Realname,
+        vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
+    ));
+    let err = gw.network_status(C, A).await.unwrap_err();
+    assert_eq!(
+        unintelligible(&err),
+        Some(AnswerFault::UnknownStatus),
+        "{err:?}"
+    );
+    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Online);
+}
+
+#[tokio::test]
+async fn general_sims_no_batch_call_each_card_answers_for_itself() {
+    let sim = sim().await;
+    sim.state()
+        .upsert_cards(vec![card(A, dec!(1.5)), card(B, dec!(2.5))])
+        .unwrap();
+    let gw = adapter(&sim);
+    // The SIM list filters by IMEI and IP address only: no call answers chosen cards.
+    assert_eq!(gw.batch_size(C), 1);
+    gw.probe(C).await.unwrap();
+    let unknown = "8988228066600000099".to_owned();
+    sim.state().set_script(script(
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::DropLast)],
+    ));
+    let got = gw
+        .usage_batch(C, &[A.to_owned(), unknown.clone(), B.to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 3);
+    // The emptied answer hits the first card alone; the others are right, in order.
+    assert_eq!(
+        got[0].as_ref().err().and_then(unintelligible),
+        Some(AnswerFault::MissingField)
+    );
+    assert_eq!(got[1], Err(GatewayError::NotFound));
+    assert_eq!(got[2].as_ref().unwrap().month_total_mb, dec!(2.5));
+
+    let statuses = gw
+        .network_status_batch(C, &[B.to_owned(), unknown, A.to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(
+        statuses,
+        vec![
+            Ok(NetworkStatus::Online),
+            Err(GatewayError::NotFound),
+            Ok(NetworkStatus::Online)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn general_sims_page_size_over_100_is_refused_by_the_platform() {
+    let sim = sim().await;
+    let http = reqwest::Client::new();
+    let token: serde_json::Value = http
+        .post(format!("{}/oauth/token", sim.url_of(P)))
+        .basic_auth("sim-1nce-client", Some("sim-1nce-secret"))
+        .json(&serde_json::json!({"grant_type": "client_credentials"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(token["token_type"], "bearer");
+    assert_eq!(token["expires_in"], 3600);
+    let bearer = token["access_token"].as_str().unwrap().to_owned();
+    let page = |size: u32| {
+        http.get(format!("{}/v1/sims?page=1&pageSize={size}", sim.url_of(P)))
+            .bearer_auth(&bearer)
+            .send()
+    };
+    assert_eq!(page(100).await.unwrap().status(), 200);
+    let over = page(101).await.unwrap();
+    assert_eq!(over.status(), 400);
+    let body: serde_json::Value = over.json().await.unwrap();
+    assert_eq!(body["error_token"], "BadRequest");
+    // No token, no answer.
+    let anonymous = http
+        .get(format!("{}/v1/sims", sim.url_of(P)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+// ---------------------------------------------------------------------------------------------
+// API Rate Limits: /sims 10 requests per second per customer; errors
+
+#[tokio::test]
+async fn api_rate_limits_sims_over_10_per_second_is_throttled() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            rate_limit_per_sec: Some(10),
+            ..SimAccountPatch::default()
+        },
+    );
+    let gw = adapter(&sim);
+    let calls = (0..30).map(|_| gw.usage(C, A));
+    let results = futures::future::join_all(calls).await;
+    let throttled = results
+        .iter()
+        .filter(|r| matches!(r, Err(GatewayError::Throttled { .. })))
+        .count();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    // 31 requests (the token too) within a second or two: at most 20 pass.
+    assert!(throttled >= 10, "throttled {throttled}, ok {ok}");
+    assert_eq!(throttled + ok, 30, "{results:?}");
+
+    // A scripted 429 carries Retry-After.
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            rate_limit_per_sec: Some(0),
+            ..SimAccountPatch::default()
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    sim.state()
+        .set_script(script(CallKind::Usage, vec![ScriptStep::Status(429)]));
+    assert_eq!(
+        gw.usage(C, A).await.unwrap_err(),
+        GatewayError::Throttled {
+            retry_after: Some(Duration::from_secs(1))
+        }
+    );
+}
+
+#[tokio::test]
+async fn api_errors_5xx_is_carrier_and_a_hang_is_timeout() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    let gw = build_adapter(&account(&sim, default_credentials(), 500), &ctx()).unwrap();
+    gw.probe(C).await.unwrap();
+    sim.state().set_script(script(
+        CallKind::Usage,
+        vec![ScriptStep::Status(500), ScriptStep::Status(503)],
+    ));
+    for status in [500, 503] {
+        match gw.usage(C, A).await.unwrap_err() {
+            GatewayError::Carrier { status: s, body } => {
+                assert_eq!(s, status);
+                assert!(body.contains("error_token"), "{body}");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+    sim.state()
+        .set_faults(FaultsPatch {
+            hang_ms: Some(1_500),
+            ..FaultsPatch::default()
+        })
+        .unwrap();
+    sim.state().set_script(script(
+        CallKind::Packages,
+        vec![ScriptStep::Hang(Hang::Hang)],
+    ));
+    assert_eq!(gw.packages(C, A).await.unwrap_err(), GatewayError::Timeout);
+}
+
+#[tokio::test]
+async fn no_error_shows_a_credential_or_a_token() {
+    let sim = sim().await;
+    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
+    let gw = adapter(&sim);
+    let mut errors = Vec::new();
+    sim.state().set_script(script(
+        CallKind::Usage,
+        vec![
+            ScriptStep::Status(401),
+            ScriptStep::Status(401),
+            ScriptStep::Malformed(Malformed::Html),
+            ScriptStep::Status(500),
+        ],
+    ));
+    for _ in 0..3 {
+        errors.push(gw.usage(C, A).await.unwrap_err());
+    }
+    sim.state().expire_tokens(P);
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            credentials: Some(
+                [("client_id", "other"), ("client_secret", "other")]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect(),
+            ),
+            ..SimAccountPatch::default()
+        },
+    );
+    errors.push(gw.usage(C, A).await.unwrap_err());
+    assert!(matches!(errors.last(), Some(GatewayError::Auth(_))));
+    for e in &errors {
+        for text in [e.to_string(), format!("{e:?}")] {
+            for secret in ["sim-1nce-client", "sim-1nce-secret", "Bearer ", "Basic "] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
+        }
+    }
+}
