@@ -1,0 +1,880 @@
+//! The OneLink EC API v5 adapter against the simulator's OneLink platform, in-process on port 0.
+//! Test names carry the section of `docs/carriers/onelink.md` they follow.
+
+use axum::Router;
+use axum::extract::RawQuery;
+use axum::http::StatusCode;
+use axum::routing::get;
+use chrono::{Months, Utc};
+use domain::{
+    CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol, Credentials,
+    NetworkStatus, PackageStatus, RealNameStatus, SystemClock,
+};
+use gateway::carriers::units::month_of;
+use gateway::carriers::{AdapterContext, build_adapter};
+use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
+use gateway_sim::{
+    Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardPatch, SimCardSpec,
+    SimHandle, SimOptions, SimServer,
+};
+use rust_decimal_macros::dec;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const P: CarrierProtocol = CarrierProtocol::OneLink;
+const C: CarrierId = CarrierId(7);
+const TZ: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
+
+async fn sim() -> SimHandle {
+    SimServer::start(SimOptions::default())
+        .await
+        .expect("sim starts")
+}
+
+fn default_credentials() -> BTreeMap<String, String> {
+    SimAccount::default_for(P).credentials
+}
+
+fn account(
+    base_url: String,
+    creds: &BTreeMap<String, String>,
+    limits: CarrierLimits,
+) -> CarrierAccount {
+    let credentials = creds
+        .iter()
+        .fold(Credentials::new(), |c, (k, v)| c.with(k.clone(), v.clone()));
+    CarrierAccount {
+        carrier_id: C,
+        name: "China Mobile".into(),
+        protocol: P,
+        base_url,
+        credentials,
+        limits,
+        enabled: true,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
+fn ctx() -> AdapterContext {
+    AdapterContext::new(TZ, Arc::new(SystemClock))
+}
+
+fn adapter_with(
+    sim: &SimHandle,
+    creds: &BTreeMap<String, String>,
+    limits: CarrierLimits,
+) -> Arc<dyn CarrierGateway> {
+    build_adapter(&account(sim.url_of(P), creds, limits), &ctx()).expect("adapter builds")
+}
+
+fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
+    adapter_with(sim, &default_credentials(), P.default_limits())
+}
+
+fn register(sim: &SimHandle, specs: Vec<SimCardSpec>) {
+    sim.state().upsert_cards(specs).expect("cards register");
+}
+
+fn set_script(sim: &SimHandle, call: CallKind, steps: Vec<ScriptStep>) {
+    sim.state().set_script(Script {
+        fail_next: steps,
+        call: Some(call),
+    });
+}
+
+fn no_change_lock(sim: &SimHandle) {
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            change_lock_secs: Some(0),
+            ..SimAccountPatch::default()
+        },
+    );
+}
+
+fn by_call(sim: &SimHandle, call: &str) -> u64 {
+    sim.state().stats().by_call[call]
+}
+
+fn unintelligible(r: Result<impl std::fmt::Debug, GatewayError>) -> AnswerFault {
+    match r {
+        Err(GatewayError::Unintelligible { kind, .. }) => kind,
+        other => panic!("expected an answer not understood, got {other:?}"),
+    }
+}
+
+fn iccids(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+// ---------------------------------------------------------------- 5 authentication
+
+#[tokio::test]
+async fn onelink_5_1_get_token_is_cached_and_renewed_when_expired() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600A1")]);
+    let gw = adapter(&sim);
+
+    gw.usage(C, "898600A1").await.unwrap();
+    gw.usage(C, "898600A1").await.unwrap();
+    // Token requests count as `realname` in the sim's stats: one token for both calls.
+    assert_eq!(by_call(&sim, "realname"), 1, "the token is cached");
+    assert_eq!(by_call(&sim, "usage"), 2);
+
+    // The token lapses mid-run: the next call is refused with 12021, renewed, sent again.
+    assert_eq!(sim.state().expire_tokens(P), 1);
+    let u = gw.usage(C, "898600A1").await.expect("renewal is invisible");
+    assert_eq!(u.month_total_mb, dec!(0));
+    assert_eq!(by_call(&sim, "realname"), 2, "one new token");
+    assert_eq!(
+        by_call(&sim, "usage"),
+        4,
+        "the refused request and its resend"
+    );
+
+    // A short-lived token is renewed before it lapses, without a refusal.
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            token_ttl_secs: Some(1),
+            ..SimAccountPatch::default()
+        },
+    );
+    sim.state().expire_tokens(P);
+    gw.usage(C, "898600A1").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    gw.usage(C, "898600A1").await.expect("renewed in time");
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_5_1_refused_credentials_are_auth_without_a_second_decision() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600B1")]);
+    let mut creds = default_credentials();
+    creds.insert("password".into(), "not-the-password".into());
+    let gw = adapter_with(&sim, &creds, P.default_limits());
+
+    let e = gw.usage(C, "898600B1").await.unwrap_err();
+    assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
+    assert!(!e.is_retryable());
+    let e = gw.stop(C, "898600B1").await.unwrap_err();
+    assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
+    // One token request per call, no retry, and the change never reached the platform.
+    assert_eq!(by_call(&sim, "realname"), 2);
+    assert_eq!(by_call(&sim, "stop"), 0);
+    let card = sim.state().card("898600B1").unwrap();
+    assert_eq!(
+        (card.stop_calls, card.network_status),
+        (0, NetworkStatus::Online)
+    );
+    assert!(!format!("{e} {e:?}").contains("not-the-password"));
+
+    assert!(matches!(gw.probe(C).await, Err(GatewayError::Auth(_))));
+    assert_eq!(adapter(&sim).probe(C).await, Ok(()));
+    sim.shutdown().await.unwrap();
+}
+
+/// A platform whose every token is refused at once (`12021`): one renewal, then `Auth`.
+#[tokio::test]
+async fn onelink_5_1_a_token_refused_after_renewal_is_auth() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static TOKENS: AtomicUsize = AtomicUsize::new(0);
+    static QUERIES: AtomicUsize = AtomicUsize::new(0);
+    let app = Router::new()
+        .route(
+            "/get/token",
+            get(|| async {
+                let n = TOKENS.fetch_add(1, Ordering::SeqCst);
+                axum::Json(serde_json::json!({
+                    "status": "0", "message": "正确",
+                    "result": [{ "token": format!("token-{n}"), "ttl": "3600" }],
+                }))
+            }),
+        )
+        .route(
+            "/query/sim-data-usage",
+            get(|| async {
+                QUERIES.fetch_add(1, Ordering::SeqCst);
+                axum::Json(serde_json::json!({
+                    "status": "12021", "message": "token不存在或已过期", "result": [],
+                }))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let gw = build_adapter(
+        &account(format!("http://{addr}"), &default_credentials(), P.default_limits()),
+        &ctx(),
+    )
+    .unwrap();
+
+    let e = gw.usage(C, "898600B2").await.unwrap_err();
+    assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
+    assert_eq!(TOKENS.load(Ordering::SeqCst), 2, "the first token and one renewal");
+    assert_eq!(QUERIES.load(Ordering::SeqCst), 2, "no loop");
+}
+
+// ---------------------------------------------------------------- 6 real-name
+
+#[tokio::test]
+async fn onelink_6_1_realname_status_and_its_change() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![SimCardSpec {
+            real_name_status: RealNameStatus::NotVerified,
+            ..SimCardSpec::new("898600C1")
+        }],
+    );
+    let gw = adapter(&sim);
+    assert_eq!(
+        gw.realname(C, "898600C1").await,
+        Ok(RealNameStatus::NotVerified)
+    );
+    sim.state()
+        .patch_card(
+            "898600C1",
+            SimCardPatch {
+                real_name_status: Some(RealNameStatus::Verified),
+                ..SimCardPatch::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        gw.realname(C, "898600C1").await,
+        Ok(RealNameStatus::Verified)
+    );
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 7 usage
+
+#[tokio::test]
+async fn onelink_7_1_usage_in_kb_is_exact_megabytes() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![
+            SimCardSpec {
+                month_total_mb: dec!(100.5),
+                ..SimCardSpec::new("898600D1")
+            },
+            // 1025 KB: not a round megabyte.
+            SimCardSpec {
+                month_total_mb: dec!(1.0009765625),
+                ..SimCardSpec::new("898600D2")
+            },
+            SimCardSpec {
+                month_total_mb: dec!(10),
+                growth_mb_per_query: Some(dec!(0.25)),
+                ..SimCardSpec::new("898600D3")
+            },
+        ],
+    );
+    let gw = adapter(&sim);
+    let this_month = month_of(Utc::now(), TZ);
+
+    let u = gw.usage(C, "898600D1").await.unwrap();
+    assert_eq!((u.month, u.month_total_mb), (this_month, dec!(100.5)));
+    assert_eq!(
+        gw.usage(C, "898600D1").await.unwrap().month_total_mb,
+        dec!(100.5),
+        "growth 0 keeps it"
+    );
+    assert_eq!(
+        gw.usage(C, "898600D2").await.unwrap().month_total_mb,
+        dec!(1.0009765625)
+    );
+    assert_eq!(
+        gw.usage(C, "898600D3").await.unwrap().month_total_mb,
+        dec!(10.25)
+    );
+    assert_eq!(
+        gw.usage(C, "898600D3").await.unwrap().month_total_mb,
+        dec!(10.5)
+    );
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_7_2_a_new_month_starts_from_zero() {
+    let sim = sim().await;
+    let this_month = month_of(Utc::now(), TZ);
+    let last_month = this_month.checked_sub_months(Months::new(1)).unwrap();
+    register(
+        &sim,
+        vec![SimCardSpec {
+            month_total_mb: dec!(500),
+            growth_mb_per_query: Some(dec!(1.5)),
+            month: Some(last_month.format("%Y-%m").to_string()),
+            ..SimCardSpec::new("898600E1")
+        }],
+    );
+    let gw = adapter(&sim);
+    let u = gw.usage(C, "898600E1").await.unwrap();
+    assert_eq!(u.month, this_month);
+    assert_eq!(u.month_total_mb, dec!(1.5));
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 8 packages
+
+#[tokio::test]
+async fn onelink_8_1_offerings_margin_become_packages() {
+    let sim = sim().await;
+    let pkg = |id: &str, status, used, limit| CarrierPackage {
+        external_id: id.into(),
+        status,
+        used_mb: used,
+        limit_mb: limit,
+        activated_at: None,
+        expires_at: None,
+    };
+    register(
+        &sim,
+        vec![SimCardSpec {
+            packages: vec![
+                pkg(
+                    "OFFER-1",
+                    PackageStatus::Active,
+                    dec!(12.5),
+                    Some(dec!(1024)),
+                ),
+                pkg("OFFER-2", PackageStatus::Active, dec!(0.0009765625), None),
+                pkg(
+                    "OFFER-OLD",
+                    PackageStatus::Expired,
+                    dec!(30),
+                    Some(dec!(30)),
+                ),
+            ],
+            ..SimCardSpec::new("898600F1")
+        }],
+    );
+    let gw = adapter(&sim);
+    assert_eq!(
+        gw.packages(C, "898600F1").await.unwrap(),
+        vec![
+            pkg(
+                "OFFER-1",
+                PackageStatus::Active,
+                dec!(12.5),
+                Some(dec!(1024))
+            ),
+            pkg("OFFER-2", PackageStatus::Active, dec!(0.0009765625), None),
+        ],
+        "the offerings in force, used and total from KB"
+    );
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 9 SIM status
+
+#[tokio::test]
+async fn onelink_9_1_sim_status_is_read_without_changing_it() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![
+            SimCardSpec::new("898600G1"),
+            SimCardSpec {
+                network_status: NetworkStatus::Stopped,
+                ..SimCardSpec::new("898600G2")
+            },
+        ],
+    );
+    let gw = adapter(&sim);
+    assert_eq!(
+        gw.network_status(C, "898600G1").await,
+        Ok(NetworkStatus::Online)
+    );
+    assert_eq!(
+        gw.network_status(C, "898600G2").await,
+        Ok(NetworkStatus::Stopped)
+    );
+    assert_eq!(sim.state().card("898600G2").unwrap().stop_calls, 0);
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 10 stop / resume
+
+#[tokio::test]
+async fn onelink_10_1_stop_then_start_answer_the_status_after() {
+    let sim = sim().await;
+    no_change_lock(&sim);
+    register(&sim, vec![SimCardSpec::new("898600H1")]);
+    let gw = adapter(&sim);
+
+    assert_eq!(gw.stop(C, "898600H1").await, Ok(NetworkStatus::Stopped));
+    assert_eq!(
+        sim.state().card("898600H1").unwrap().network_status,
+        NetworkStatus::Stopped
+    );
+    assert_eq!(
+        gw.network_status(C, "898600H1").await,
+        Ok(NetworkStatus::Stopped)
+    );
+    assert_eq!(gw.start(C, "898600H1").await, Ok(NetworkStatus::Online));
+    let v = sim.state().card("898600H1").unwrap();
+    assert_eq!(
+        (
+            v.stop_calls,
+            v.start_calls,
+            v.stops_applied,
+            v.starts_applied
+        ),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(v.network_status, NetworkStatus::Online);
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_10_1_stopping_a_stopped_card_is_done_without_a_change() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![SimCardSpec {
+            network_status: NetworkStatus::Stopped,
+            ..SimCardSpec::new("898600H2")
+        }],
+    );
+    let gw = adapter(&sim);
+    // The platform refuses (12035, the status does not allow it); the adapter reads the status.
+    assert_eq!(gw.stop(C, "898600H2").await, Ok(NetworkStatus::Stopped));
+    let v = sim.state().card("898600H2").unwrap();
+    assert_eq!((v.stop_calls, v.stops_applied), (1, 0));
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_10_2_a_second_change_within_the_lock_is_change_locked_and_not_retried() {
+    let sim = sim().await;
+    assert_eq!(sim.state().account(P).change_lock_secs, 300);
+    register(&sim, vec![SimCardSpec::new("898600H3")]);
+    let gw = adapter(&sim);
+
+    assert_eq!(gw.stop(C, "898600H3").await, Ok(NetworkStatus::Stopped));
+    let e = gw.start(C, "898600H3").await.unwrap_err();
+    match &e {
+        GatewayError::ChangeLocked { retry_after, .. } => assert!(retry_after.is_some()),
+        other => panic!("expected ChangeLocked, got {other:?}"),
+    }
+    assert!(e.is_retryable(), "later, not now");
+    let v = sim.state().card("898600H3").unwrap();
+    assert_eq!(
+        v.start_calls, 1,
+        "not retried within the command's retry loop"
+    );
+    assert_eq!(v.starts_applied, 0);
+    assert_eq!(
+        v.network_status,
+        NetworkStatus::Stopped,
+        "never read as done"
+    );
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 11 batch queries
+
+#[tokio::test]
+async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![
+            SimCardSpec {
+                real_name_status: RealNameStatus::NotVerified,
+                month_total_mb: dec!(2.5),
+                ..SimCardSpec::new("898600J1")
+            },
+            SimCardSpec {
+                network_status: NetworkStatus::Stopped,
+                month_total_mb: dec!(0.0009765625),
+                ..SimCardSpec::new("898600J2")
+            },
+            SimCardSpec::new("898600J3"),
+        ],
+    );
+    let gw = adapter(&sim);
+    assert_eq!(gw.batch_size(C), 100);
+    let asked = iccids(&["898600J3", "898600J1", "unknown-card", "898600J2"]);
+
+    assert_eq!(
+        gw.realname_batch(C, &asked).await.unwrap(),
+        vec![
+            Ok(RealNameStatus::Verified),
+            Ok(RealNameStatus::NotVerified),
+            Err(GatewayError::NotFound),
+            Ok(RealNameStatus::Verified),
+        ]
+    );
+    let usage = gw.usage_batch(C, &asked).await.unwrap();
+    let totals: Vec<_> = usage
+        .iter()
+        .map(|r| r.as_ref().map(|u| u.month_total_mb).map_err(Clone::clone))
+        .collect();
+    assert_eq!(
+        totals,
+        vec![
+            Ok(dec!(0)),
+            Ok(dec!(2.5)),
+            Err(GatewayError::NotFound),
+            Ok(dec!(0.0009765625))
+        ]
+    );
+    assert_eq!(
+        gw.network_status_batch(C, &asked).await.unwrap(),
+        vec![
+            Ok(NetworkStatus::Online),
+            Ok(NetworkStatus::Online),
+            Err(GatewayError::NotFound),
+            Ok(NetworkStatus::Stopped),
+        ]
+    );
+    // One request each (plus the token).
+    assert_eq!(by_call(&sim, "usage"), 1);
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_11_2_a_card_dropped_from_a_batch_answer_is_missing() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![
+            SimCardSpec {
+                month_total_mb: dec!(1),
+                ..SimCardSpec::new("898600K1")
+            },
+            SimCardSpec {
+                month_total_mb: dec!(2),
+                ..SimCardSpec::new("898600K2")
+            },
+            SimCardSpec {
+                month_total_mb: dec!(3),
+                ..SimCardSpec::new("898600K3")
+            },
+        ],
+    );
+    let gw = adapter(&sim);
+    set_script(
+        &sim,
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::DropLast)],
+    );
+    let got = gw
+        .usage_batch(C, &iccids(&["898600K1", "898600K2", "898600K3"]))
+        .await
+        .unwrap();
+    assert_eq!(got[0].as_ref().unwrap().month_total_mb, dec!(1));
+    assert_eq!(got[1].as_ref().unwrap().month_total_mb, dec!(2));
+    assert_eq!(got[2], Err(GatewayError::MissingFromBatch));
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_11_2_a_batch_item_naming_another_card_is_never_attributed() {
+    let sim = sim().await;
+    register(
+        &sim,
+        vec![
+            SimCardSpec {
+                real_name_status: RealNameStatus::NotVerified,
+                ..SimCardSpec::new("898600L1")
+            },
+            SimCardSpec::new("898600L2"),
+        ],
+    );
+    let gw = adapter(&sim);
+    gw.probe(C).await.unwrap();
+    gw.usage(C, "898600L2").await.unwrap(); // the token is cached before the script
+    set_script(
+        &sim,
+        CallKind::Realname,
+        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
+    );
+    assert_eq!(
+        gw.realname_batch(C, &iccids(&["898600L1", "898600L2"]))
+            .await
+            .unwrap(),
+        vec![
+            Err(GatewayError::MissingFromBatch),
+            Ok(RealNameStatus::Verified)
+        ]
+    );
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the_platform_limit() {
+    let sim = sim().await;
+    let cards = ["898600M1", "898600M2", "898600M3", "898600M4", "898600M5"];
+    register(&sim, cards.iter().map(|c| SimCardSpec::new(*c)).collect());
+
+    // Our batch size 2: five cards in three requests.
+    let limits = CarrierLimits {
+        batch_size: 2,
+        ..P.default_limits()
+    };
+    let gw = adapter_with(&sim, &default_credentials(), limits);
+    assert_eq!(gw.batch_size(C), 2);
+    let got = gw.usage_batch(C, &iccids(&cards)).await.unwrap();
+    assert!(got.iter().all(|r| r.is_ok()), "{got:?}");
+    assert_eq!(by_call(&sim, "usage"), 3);
+
+    // A platform that takes fewer cards than we send refuses the request (12034).
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            batch_limit: Some(2),
+            ..SimAccountPatch::default()
+        },
+    );
+    let e = adapter(&sim)
+        .usage_batch(C, &iccids(&cards[..3]))
+        .await
+        .unwrap_err();
+    match &e {
+        GatewayError::Carrier { body, .. } => assert!(body.contains("12034"), "{body}"),
+        other => panic!("expected the platform's refusal, got {other:?}"),
+    }
+    assert!(!e.is_retryable());
+    // Our batch size never exceeds the platform's documented 100.
+    let big = CarrierLimits {
+        batch_size: 500,
+        ..P.default_limits()
+    };
+    assert_eq!(
+        adapter_with(&sim, &default_credentials(), big).batch_size(C),
+        100
+    );
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 3 answers and errors
+
+#[tokio::test]
+async fn onelink_3_2_an_html_page_is_not_json() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600N1")]);
+    let gw = adapter(&sim);
+    set_script(
+        &sim,
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::Html)],
+    );
+    assert_eq!(
+        unintelligible(gw.usage(C, "898600N1").await),
+        AnswerFault::NotJson
+    );
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_3_2_an_answer_naming_another_card_is_wrong_iccid() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600N2")]);
+    let gw = adapter(&sim);
+    set_script(
+        &sim,
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
+    );
+    assert_eq!(
+        unintelligible(gw.usage(C, "898600N2").await),
+        AnswerFault::WrongIccid
+    );
+    set_script(
+        &sim,
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::DropLast)],
+    );
+    assert_eq!(
+        unintelligible(gw.usage(C, "898600N2").await),
+        AnswerFault::MissingField,
+        "a single-card answer without its card"
+    );
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_3_2_a_status_outside_the_table_is_unknown_status() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600N3")]);
+    let gw = adapter(&sim);
+    gw.usage(C, "898600N3").await.unwrap(); // the token is cached before the script
+    set_script(
+        &sim,
+        CallKind::Realname,
+        vec![
+            ScriptStep::Malformed(Malformed::UnknownStatus),
+            ScriptStep::Malformed(Malformed::UnknownStatus),
+        ],
+    );
+    assert_eq!(
+        unintelligible(gw.realname(C, "898600N3").await),
+        AnswerFault::UnknownStatus
+    );
+    assert_eq!(
+        unintelligible(gw.network_status(C, "898600N3").await),
+        AnswerFault::UnknownStatus
+    );
+    // A status code of the envelope outside the documented table.
+    set_script(
+        &sim,
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
+    );
+    assert_eq!(
+        unintelligible(gw.usage(C, "898600N3").await),
+        AnswerFault::UnknownCode
+    );
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_3_1_unknown_card_is_not_found() {
+    let sim = sim().await;
+    let gw = adapter(&sim);
+    assert_eq!(gw.usage(C, "nope").await, Err(GatewayError::NotFound));
+    assert_eq!(gw.realname(C, "nope").await, Err(GatewayError::NotFound));
+    assert_eq!(gw.packages(C, "nope").await, Err(GatewayError::NotFound));
+    assert_eq!(gw.stop(C, "nope").await, Err(GatewayError::NotFound));
+    assert_eq!(by_call(&sim, "stop"), 1, "a NotFound is final");
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_3_3_server_errors_are_carrier_and_throttling_is_throttled() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600P1")]);
+    let gw = adapter(&sim);
+    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(503)]);
+    match gw.usage(C, "898600P1").await {
+        Err(e @ GatewayError::Carrier { status: 503, .. }) => assert!(e.is_retryable()),
+        other => panic!("expected Carrier 503, got {other:?}"),
+    }
+    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
+    assert!(matches!(
+        gw.usage(C, "898600P1").await,
+        Err(GatewayError::Throttled {
+            retry_after: Some(_)
+        })
+    ));
+    assert!(gw.usage(C, "898600P1").await.is_ok());
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_4_1_the_platform_rate_limit_is_throttled() {
+    let sim = sim().await;
+    register(&sim, vec![SimCardSpec::new("898600Q1")]);
+    let gw = adapter(&sim);
+    gw.usage(C, "898600Q1").await.unwrap();
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            rate_limit_per_sec: Some(1),
+            ..SimAccountPatch::default()
+        },
+    );
+    let mut throttled = 0;
+    for _ in 0..3 {
+        match gw.usage(C, "898600Q1").await {
+            Ok(_) => {}
+            Err(GatewayError::Throttled { .. }) => throttled += 1,
+            Err(e) => panic!("expected Throttled, got {e:?}"),
+        }
+    }
+    assert!(
+        throttled >= 1,
+        "three requests within a second or two, one allowed a second"
+    );
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- credentials never shown
+
+/// A platform that echoes every request (query string included) into a 500 answer, issuing a
+/// known token: whatever the adapter reports must carry no credential and no token.
+#[tokio::test]
+async fn onelink_5_3_no_error_shows_a_credential_or_a_token() {
+    const TOKEN: &str = "tok-0123456789abcdef-secret";
+    let app = Router::new()
+        .route(
+            "/get/token",
+            get(|| async {
+                axum::Json(serde_json::json!({
+                    "status": "0", "message": "正确",
+                    "result": [{ "token": TOKEN, "ttl": "3600" }],
+                }))
+            }),
+        )
+        .route(
+            "/query/sim-data-usage",
+            get(|RawQuery(q): RawQuery| async move {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("failed: {}", q.unwrap_or_default()),
+                )
+            }),
+        )
+        .route(
+            "/query/sim-real-name-status",
+            get(|RawQuery(q): RawQuery| async move {
+                axum::Json(serde_json::json!({
+                    "status": "12345", "message": format!("echo {}", q.unwrap_or_default()),
+                    "result": [],
+                }))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let creds = default_credentials();
+    let gw = build_adapter(
+        &account(format!("http://{addr}"), &creds, P.default_limits()),
+        &ctx(),
+    )
+    .unwrap();
+    let mut errors = vec![
+        gw.usage(C, "898600R1").await.unwrap_err(),
+        gw.realname(C, "898600R1").await.unwrap_err(),
+    ];
+    assert!(matches!(
+        errors[0],
+        GatewayError::Carrier { status: 500, .. }
+    ));
+    assert_eq!(
+        unintelligible(Err::<(), _>(errors[1].clone())),
+        AnswerFault::UnknownCode
+    );
+
+    // And the simulator's own refusals.
+    let sim = sim().await;
+    let mut bad = creds.clone();
+    bad.insert("password".into(), "wrong-password-value".into());
+    errors.push(
+        adapter_with(&sim, &bad, P.default_limits())
+            .usage(C, "x")
+            .await
+            .unwrap_err(),
+    );
+    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(502)]);
+    errors.push(adapter(&sim).usage(C, "x").await.unwrap_err());
+
+    let mut secrets: Vec<&str> = creds.values().map(String::as_str).collect();
+    secrets.extend([TOKEN, "wrong-password-value"]);
+    for e in &errors {
+        let shown = format!("{e} {e:?}");
+        for s in &secrets {
+            assert!(!shown.contains(s), "{shown} shows a secret");
+        }
+    }
+    sim.shutdown().await.unwrap();
+}
