@@ -160,7 +160,9 @@ impl OneLink {
                 .get(name)
                 .filter(|s| !s.is_empty())
                 .cloned()
-                .ok_or_else(|| GatewayError::Auth(format!("onelink needs credentials field `{name}`")))
+                .ok_or_else(|| {
+                    GatewayError::Auth(format!("onelink needs credentials field `{name}`"))
+                })
         };
         let batch_size = (account.limits.batch_size as usize).clamp(1, PLATFORM_BATCH_MAX);
         Ok(Self {
@@ -387,11 +389,18 @@ impl OneLink {
     }
 
     /// The one item of a single-card query.
-    async fn one(&self, call: &'static str, path: &str, iccid: &str) -> Result<Value, GatewayError> {
+    async fn one(
+        &self,
+        call: &'static str,
+        path: &str,
+        iccid: &str,
+    ) -> Result<Value, GatewayError> {
         let items = self.call(call, false, path, &[("iccid", iccid)]).await?;
         let item = items.into_iter().next().ok_or_else(|| {
-            self.http
-                .fault(AnswerFault::MissingField, format!("{call}: an empty `result`"))
+            self.http.fault(
+                AnswerFault::MissingField,
+                format!("{call}: an empty `result`"),
+            )
         })?;
         self.check_card(call, &item, iccid)?;
         Ok(item)
@@ -469,8 +478,10 @@ impl OneLink {
 
     fn realname_of(&self, call: &str, item: &Value) -> Result<RealNameStatus, GatewayError> {
         let word = text(item.get("realNameStatus")).ok_or_else(|| {
-            self.http
-                .fault(AnswerFault::MissingField, format!("{call}: no `realNameStatus`"))
+            self.http.fault(
+                AnswerFault::MissingField,
+                format!("{call}: no `realNameStatus`"),
+            )
         })?;
         realname_of_word(&word).ok_or_else(|| {
             self.http.fault(
@@ -482,8 +493,10 @@ impl OneLink {
 
     fn network_of(&self, call: &str, item: &Value) -> Result<NetworkStatus, GatewayError> {
         let word = text(item.get("cardStatus")).ok_or_else(|| {
-            self.http
-                .fault(AnswerFault::MissingField, format!("{call}: no `cardStatus`"))
+            self.http.fault(
+                AnswerFault::MissingField,
+                format!("{call}: no `cardStatus`"),
+            )
         })?;
         match network_of_word(&word) {
             Ok(Some(s)) => Ok(s),
@@ -496,30 +509,41 @@ impl OneLink {
     }
 
     /// A KB figure (`field` of `item`) in exact megabytes; absent: `None`.
-    fn kb_field(&self, call: &str, item: &Value, field: &str) -> Result<Option<Megabytes>, GatewayError> {
+    fn kb_field(
+        &self,
+        call: &str,
+        item: &Value,
+        field: &str,
+    ) -> Result<Option<Megabytes>, GatewayError> {
         let v = match item.get(field) {
             None | Some(Value::Null) => return Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => return Ok(None),
             Some(v) => v,
         };
-        amount_of(v)
-            .and_then(kb_to_mb)
-            .map(Some)
-            .ok_or_else(|| {
-                self.http.fault(
-                    AnswerFault::BadValue,
-                    format!("{call}: `{field}` {v} is not a plain non-negative number of KB"),
-                )
-            })
+        amount_of(v).and_then(kb_to_mb).map(Some).ok_or_else(|| {
+            self.http.fault(
+                AnswerFault::BadValue,
+                format!("{call}: `{field}` {v} is not a plain non-negative number of KB"),
+            )
+        })
     }
 
-    fn usage_of(&self, call: &str, item: &Value, month: NaiveDate) -> Result<MonthUsage, GatewayError> {
+    fn usage_of(
+        &self,
+        call: &str,
+        item: &Value,
+        month: NaiveDate,
+    ) -> Result<MonthUsage, GatewayError> {
         let mb = self.kb_field(call, item, "dataAmount")?.ok_or_else(|| {
-            self.http
-                .fault(AnswerFault::MissingField, format!("{call}: no `dataAmount`"))
+            self.http.fault(
+                AnswerFault::MissingField,
+                format!("{call}: no `dataAmount`"),
+            )
         })?;
-        let month_total_mb = check_month_total(mb)
-            .map_err(|e| self.http.fault(AnswerFault::BadValue, format!("{call}: {e}")))?;
+        let month_total_mb = check_month_total(mb).map_err(|e| {
+            self.http
+                .fault(AnswerFault::BadValue, format!("{call}: {e}"))
+        })?;
         Ok(MonthUsage {
             month,
             month_total_mb,
@@ -550,8 +574,10 @@ impl OneLink {
                 let external_id = text(o.get("offeringId"))
                     .filter(|s| !s.is_empty())
                     .ok_or_else(|| {
-                        self.http
-                            .fault(AnswerFault::MissingField, "packages: an offering without `offeringId`")
+                        self.http.fault(
+                            AnswerFault::MissingField,
+                            "packages: an offering without `offeringId`",
+                        )
                     })?;
                 let used_mb = self.kb_field(CALL, o, "useAmount")?.ok_or_else(|| {
                     self.http.fault(
@@ -590,7 +616,10 @@ impl OneLink {
             NetworkStatus::Online => "1",
         };
         let params = [("iccid", iccid), ("operType", oper)];
-        match self.call_raw(call, true, "/change/sim-status", &params).await? {
+        match self
+            .call_raw(call, true, "/change/sim-status", &params)
+            .await?
+        {
             Ok(items) => {
                 if let Some(item) = items.first() {
                     self.check_card(call, item, iccid)?;
@@ -610,7 +639,9 @@ impl OneLink {
     }
 
     async fn status_of(&self, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        let item = self.one("network_status", "/query/sim-status", iccid).await?;
+        let item = self
+            .one("network_status", "/query/sim-status", iccid)
+            .await?;
         self.network_of("network_status", &item)
     }
 
@@ -638,18 +669,26 @@ impl OneLink {
             NetworkStatus::Online => ("start", "11"),
         };
         let joined = iccids.join("_");
-        let params = [("iccids", joined.as_str()), ("operType", oper), ("reason", "01")];
+        let params = [
+            ("iccids", joined.as_str()),
+            ("operType", oper),
+            ("reason", "01"),
+        ];
         let items = self
             .http
-            .retry_command(call, || self.call(call, true, "/change/sim-status/batch", &params))
+            .retry_command(call, || {
+                self.call(call, true, "/change/sim-status/batch", &params)
+            })
             .await?;
         let job_id = items
             .first()
             .and_then(|i| text(i.get("jobId")))
             .filter(|j| !j.is_empty())
             .ok_or_else(|| {
-                self.http
-                    .fault(AnswerFault::MissingField, format!("{call}: no `result[0].jobId`"))
+                self.http.fault(
+                    AnswerFault::MissingField,
+                    format!("{call}: no `result[0].jobId`"),
+                )
             })?;
         Ok(BatchChange {
             job_id,
@@ -666,7 +705,12 @@ impl OneLink {
     ) -> Result<BatchChangeState, GatewayError> {
         const CALL: &str = "batch_result";
         let items = self
-            .call(CALL, false, "/query/sim-batch-result", &[("jobId", &change.job_id)])
+            .call(
+                CALL,
+                false,
+                "/query/sim-batch-result",
+                &[("jobId", &change.job_id)],
+            )
             .await?;
         let item = items.first().ok_or_else(|| {
             self.http
@@ -755,24 +799,38 @@ impl CarrierGateway for OneLink {
         self.usage_of("usage", &item, month)
     }
 
-    async fn packages(&self, _: CarrierId, iccid: &str) -> Result<Vec<CarrierPackage>, GatewayError> {
-        let item = self.one("packages", "/query/sim-data-margin", iccid).await?;
+    async fn packages(
+        &self,
+        _: CarrierId,
+        iccid: &str,
+    ) -> Result<Vec<CarrierPackage>, GatewayError> {
+        let item = self
+            .one("packages", "/query/sim-data-margin", iccid)
+            .await?;
         self.packages_of(&item)
     }
 
     async fn stop(&self, _: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
         self.http
-            .retry_command("stop", || self.change("stop", iccid, NetworkStatus::Stopped))
+            .retry_command("stop", || {
+                self.change("stop", iccid, NetworkStatus::Stopped)
+            })
             .await
     }
 
     async fn start(&self, _: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
         self.http
-            .retry_command("start", || self.change("start", iccid, NetworkStatus::Online))
+            .retry_command("start", || {
+                self.change("start", iccid, NetworkStatus::Online)
+            })
             .await
     }
 
-    async fn network_status(&self, _: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
+    async fn network_status(
+        &self,
+        _: CarrierId,
+        iccid: &str,
+    ) -> Result<NetworkStatus, GatewayError> {
         self.status_of(iccid).await
     }
 
@@ -824,5 +882,201 @@ impl CarrierGateway for OneLink {
     /// documented envelope. Harmless: a token is all it issues.
     async fn probe(&self, _: CarrierId) -> Result<(), GatewayError> {
         self.fetch_token().await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The batch status change has no trait method yet: it is tested here, on the adapter type,
+    //! against the simulator (`docs/carriers/onelink.md`, section 10.3).
+
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use domain::{CarrierLimits, CarrierProtocol, Credentials, ManualClock, SystemClock};
+    use gateway_sim::{SimAccount, SimAccountPatch, SimCardSpec, SimHandle, SimOptions, SimServer};
+
+    const P: CarrierProtocol = CarrierProtocol::OneLink;
+
+    fn account(base_url: String, limits: CarrierLimits) -> CarrierAccount {
+        let credentials = SimAccount::default_for(P)
+            .credentials
+            .into_iter()
+            .fold(Credentials::new(), |c, (k, v)| c.with(k, v));
+        CarrierAccount {
+            carrier_id: CarrierId(7),
+            name: "China Mobile".into(),
+            protocol: P,
+            base_url,
+            credentials,
+            limits,
+            enabled: true,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }
+    }
+
+    async fn sim_and_adapter(limits: CarrierLimits) -> (SimHandle, OneLink) {
+        let sim = SimServer::start(SimOptions::default()).await.unwrap();
+        let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
+        let gw = OneLink::new(&account(sim.url_of(P), limits), &ctx).unwrap();
+        (sim, gw)
+    }
+
+    async fn wait_done(gw: &OneLink, change: &BatchChange) -> Vec<Result<NetworkStatus, GatewayError>> {
+        for _ in 0..5 {
+            match gw.batch_change_result(change).await.unwrap() {
+                BatchChangeState::Pending => continue,
+                BatchChangeState::Done(r) => return r,
+            }
+        }
+        panic!("the job never finished");
+    }
+
+    #[test]
+    fn onelink_5_2_transid_is_appid_beijing_stamp_and_an_8_digit_sequence() {
+        // 2026-03-31 17:00:05 UTC is 2026-04-01 01:00:05 in Beijing.
+        let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 31, 17, 0, 5).unwrap());
+        let ctx = AdapterContext::new(chrono_tz::UTC, Arc::new(clock));
+        let gw = OneLink::new(&account("http://127.0.0.1:9".into(), P.default_limits()), &ctx)
+            .unwrap();
+        let a = gw.transid();
+        let b = gw.transid();
+        let prefix = "sim-onelink-appid20260401010005";
+        assert!(a.starts_with(prefix), "{a}");
+        assert_eq!(a.len(), prefix.len() + 8);
+        assert!(a[prefix.len()..].bytes().all(|c| c.is_ascii_digit()));
+        assert_ne!(a, b, "the sequence moves on");
+        assert_eq!(gw.month(), NaiveDate::from_ymd_opt(2026, 4, 1).unwrap());
+    }
+
+    #[test]
+    fn onelink_9_status_table() {
+        assert_eq!(network_of_word("2"), Ok(Some(NetworkStatus::Online)));
+        assert_eq!(network_of_word("4"), Ok(Some(NetworkStatus::Stopped)));
+        assert_eq!(network_of_word("00"), Ok(Some(NetworkStatus::Online)));
+        assert_eq!(network_of_word("02"), Ok(Some(NetworkStatus::Stopped)));
+        assert_eq!(network_of_word("99"), Ok(None));
+        assert_eq!(network_of_word("3"), Err(()));
+        assert_eq!(network_of_word("05"), Err(()));
+        assert_eq!(realname_of_word("1"), Some(RealNameStatus::Verified));
+        assert_eq!(realname_of_word("0"), Some(RealNameStatus::NotVerified));
+        assert_eq!(realname_of_word("2"), None);
+    }
+
+    #[tokio::test]
+    async fn onelink_10_3_batch_status_change_is_a_job_with_a_result_per_card() {
+        let (sim, gw) = sim_and_adapter(P.default_limits()).await;
+        sim.state()
+            .upsert_cards(vec![
+                SimCardSpec::new("898600S1"),
+                SimCardSpec::new("898600S2"),
+                SimCardSpec {
+                    network_status: NetworkStatus::Stopped,
+                    ..SimCardSpec::new("898600S3")
+                },
+            ])
+            .unwrap();
+        let cards: Vec<String> = ["898600S1", "unknown-card", "898600S2", "898600S3"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let change = gw
+            .change_status_batch(&cards, NetworkStatus::Stopped)
+            .await
+            .unwrap();
+        assert!(!change.job_id.is_empty());
+        // The simulator answers the first result query "in progress".
+        assert_eq!(
+            gw.batch_change_result(&change).await.unwrap(),
+            BatchChangeState::Pending
+        );
+        let results = wait_done(&gw, &change).await;
+        assert_eq!(results[0], Ok(NetworkStatus::Stopped));
+        assert_eq!(results[1], Err(GatewayError::NotFound));
+        assert_eq!(results[2], Ok(NetworkStatus::Stopped));
+        assert!(
+            matches!(&results[3], Err(GatewayError::Carrier { body, .. }) if body.contains("12035")),
+            "already stopped: {:?}",
+            results[3]
+        );
+        for (iccid, stops) in [("898600S1", 1), ("898600S2", 1), ("898600S3", 0)] {
+            let v = sim.state().card(iccid).unwrap();
+            assert_eq!(v.network_status, NetworkStatus::Stopped);
+            assert_eq!((v.stop_calls, v.stops_applied), (1, stops), "{iccid}");
+        }
+
+        // Within the lock window the platform refuses the whole batch: nothing changes.
+        let again = gw
+            .change_status_batch(&cards[..1], NetworkStatus::Online)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(again, GatewayError::ChangeLocked { retry_after: Some(_), .. }),
+            "{again:?}"
+        );
+        let v = sim.state().card("898600S1").unwrap();
+        assert_eq!((v.start_calls, v.starts_applied), (1, 0), "not retried");
+        assert_eq!(v.network_status, NetworkStatus::Stopped);
+
+        // Without the lock, the resume goes through.
+        sim.state().set_account(
+            P,
+            SimAccountPatch {
+                change_lock_secs: Some(0),
+                ..SimAccountPatch::default()
+            },
+        );
+        let resume = gw
+            .change_status_batch(&cards[..1], NetworkStatus::Online)
+            .await
+            .unwrap();
+        assert_eq!(wait_done(&gw, &resume).await, vec![Ok(NetworkStatus::Online)]);
+        assert_eq!(
+            sim.state().card("898600S1").unwrap().network_status,
+            NetworkStatus::Online
+        );
+
+        // More cards than a batch takes are refused before any request.
+        let small = CarrierLimits {
+            batch_size: 1,
+            ..P.default_limits()
+        };
+        let (_sim2, gw2) = sim_and_adapter(small).await;
+        assert!(matches!(
+            gw2.change_status_batch(&cards[..2], NetworkStatus::Stopped).await,
+            Err(GatewayError::Unsupported(_))
+        ));
+        sim.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn onelink_10_3_a_batch_result_naming_another_card_is_never_attributed() {
+        let (sim, gw) = sim_and_adapter(P.default_limits()).await;
+        sim.state()
+            .upsert_cards(vec![SimCardSpec::new("898600T1"), SimCardSpec::new("898600T2")])
+            .unwrap();
+        let cards = vec!["898600T1".to_owned(), "898600T2".to_owned()];
+        let change = gw
+            .change_status_batch(&cards, NetworkStatus::Stopped)
+            .await
+            .unwrap();
+        assert_eq!(
+            gw.batch_change_result(&change).await.unwrap(),
+            BatchChangeState::Pending
+        );
+        sim.state().set_script(gateway_sim::Script {
+            fail_next: vec![gateway_sim::ScriptStep::Malformed(
+                gateway_sim::Malformed::WrongIccid,
+            )],
+            call: None,
+        });
+        assert_eq!(
+            gw.batch_change_result(&change).await.unwrap(),
+            BatchChangeState::Done(vec![
+                Err(GatewayError::MissingFromBatch),
+                Ok(NetworkStatus::Stopped)
+            ])
+        );
+        sim.shutdown().await.unwrap();
     }
 }
