@@ -10,7 +10,8 @@ use domain::{
 use gateway::carriers::{AdapterContext, ControlCenter, SEARCH_PAGE_SIZE, build_adapter, units};
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError, RetryPolicy};
 use gateway_sim::{
-    FaultsPatch, Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardSpec, SimHandle, SimOptions, SimServer,
+    FaultsPatch, Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardSpec,
+    SimHandle, SimOptions, SimServer,
 };
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
@@ -140,15 +141,23 @@ async fn cc_get_device_usage_ctd_bytes_are_exact_megabytes() {
 
     // Each answer of a growing card adds its growth, exactly.
     let g = "89860112345678900002";
-    assert_eq!(gw.usage(C, g).await.expect("usage").month_total_mb, dec!(100.75));
-    assert_eq!(gw.usage(C, g).await.expect("usage").month_total_mb, dec!(101.00));
+    assert_eq!(
+        gw.usage(C, g).await.expect("usage").month_total_mb,
+        dec!(100.75)
+    );
+    assert_eq!(
+        gw.usage(C, g).await.expect("usage").month_total_mb,
+        dec!(101.00)
+    );
 }
 
 #[tokio::test]
 async fn cc_get_device_usage_a_new_billing_cycle_starts_from_zero() {
     // 2026-03-31 17:00 UTC is already April 1st in Shanghai: the sim's cycle and our month.
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(
-        Utc.with_ymd_and_hms(2026, 3, 31, 17, 0, 0).single().expect("date"),
+        Utc.with_ymd_and_hms(2026, 3, 31, 17, 0, 0)
+            .single()
+            .expect("date"),
     ));
     let sim = sim_with(clock.clone()).await;
     register(
@@ -200,7 +209,10 @@ async fn cc_edit_device_details_stop_then_start_answer_the_status_asked() {
     register(&sim, vec![SimCardSpec::new(ICCID)]);
     let gw = adapter(&sim);
 
-    assert_eq!(gw.stop(C, ICCID).await.expect("stop"), NetworkStatus::Stopped);
+    assert_eq!(
+        gw.stop(C, ICCID).await.expect("stop"),
+        NetworkStatus::Stopped
+    );
     assert_eq!(
         sim.state().card(ICCID).expect("card").network_status,
         NetworkStatus::Stopped
@@ -209,11 +221,19 @@ async fn cc_edit_device_details_stop_then_start_answer_the_status_asked() {
         gw.network_status(C, ICCID).await.expect("status"),
         NetworkStatus::Stopped
     );
-    assert_eq!(gw.start(C, ICCID).await.expect("start"), NetworkStatus::Online);
+    assert_eq!(
+        gw.start(C, ICCID).await.expect("start"),
+        NetworkStatus::Online
+    );
     let view = sim.state().card(ICCID).expect("card");
     assert_eq!(view.network_status, NetworkStatus::Online);
     assert_eq!(
-        (view.stop_calls, view.stops_applied, view.start_calls, view.starts_applied),
+        (
+            view.stop_calls,
+            view.stops_applied,
+            view.start_calls,
+            view.starts_applied
+        ),
         (1, 1, 1, 1)
     );
 }
@@ -224,7 +244,10 @@ async fn cc_edit_device_details_a_503_is_retried_then_applied() {
     register(&sim, vec![SimCardSpec::new(ICCID)]);
     set_script(&sim, CallKind::Stop, vec![ScriptStep::Status(503)]);
     let gw = adapter(&sim);
-    assert_eq!(gw.stop(C, ICCID).await.expect("stop"), NetworkStatus::Stopped);
+    assert_eq!(
+        gw.stop(C, ICCID).await.expect("stop"),
+        NetworkStatus::Stopped
+    );
     let view = sim.state().card(ICCID).expect("card");
     assert_eq!((view.stop_calls, view.stops_applied), (2, 1));
 }
@@ -312,7 +335,10 @@ async fn cc_search_devices_pages_of_50_modified_since() {
     let sim = sim().await;
     let before = Utc::now() - chrono::Duration::seconds(5);
     let ids: Vec<String> = (0..60).map(|i| format!("898601123456789{i:05}")).collect();
-    register(&sim, ids.iter().map(|i| SimCardSpec::new(i.clone())).collect());
+    register(
+        &sim,
+        ids.iter().map(|i| SimCardSpec::new(i.clone())).collect(),
+    );
     let cc = typed_adapter(&sim);
 
     let p1 = cc.modified_since(before, 1).await.expect("page 1");
@@ -321,7 +347,10 @@ async fn cc_search_devices_pages_of_50_modified_since() {
         (1, SEARCH_PAGE_SIZE as usize, false)
     );
     let p2 = cc.modified_since(before, 2).await.expect("page 2");
-    assert_eq!((p2.page_number, p2.devices.len(), p2.last_page), (2, 10, true));
+    assert_eq!(
+        (p2.page_number, p2.devices.len(), p2.last_page),
+        (2, 10, true)
+    );
     let mut seen: Vec<String> = p1
         .devices
         .iter()
@@ -330,10 +359,11 @@ async fn cc_search_devices_pages_of_50_modified_since() {
         .collect();
     seen.sort();
     assert_eq!(seen, ids);
-    assert!(p1
-        .devices
-        .iter()
-        .all(|d| d.status == "ACTIVATED" && d.network == Ok(NetworkStatus::Online)));
+    assert!(
+        p1.devices
+            .iter()
+            .all(|d| d.status == "ACTIVATED" && d.network == Ok(NetworkStatus::Online))
+    );
 
     // Only what changed since: `modifiedSince` has whole seconds, so start a new one first.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
@@ -352,7 +382,10 @@ async fn cc_search_devices_malformed_pages_never_misattribute() {
     let sim = sim().await;
     let before = Utc::now() - chrono::Duration::seconds(5);
     let ids: Vec<String> = (0..3).map(|i| format!("898601123456789{i:05}")).collect();
-    register(&sim, ids.iter().map(|i| SimCardSpec::new(i.clone())).collect());
+    register(
+        &sim,
+        ids.iter().map(|i| SimCardSpec::new(i.clone())).collect(),
+    );
     let cc = typed_adapter(&sim);
 
     set_script(
@@ -387,7 +420,11 @@ async fn cc_error_handling_an_html_page_is_not_json() {
     let sim = sim().await;
     register(&sim, vec![SimCardSpec::new(ICCID)]);
     let gw = adapter(&sim);
-    set_script(&sim, CallKind::Usage, vec![ScriptStep::Malformed(Malformed::Html)]);
+    set_script(
+        &sim,
+        CallKind::Usage,
+        vec![ScriptStep::Malformed(Malformed::Html)],
+    );
     let e = gw.usage(C, ICCID).await.expect_err("html");
     assert_eq!(fault_kind(&e), Some(AnswerFault::NotJson));
     // Not a usage answer: the card's total did not move.
@@ -438,7 +475,10 @@ async fn cc_sim_status_values_an_undocumented_status_is_refused() {
         CallKind::Realname,
         vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
     );
-    let e = gw.network_status(C, ICCID).await.expect_err("unknown status");
+    let e = gw
+        .network_status(C, ICCID)
+        .await
+        .expect_err("unknown status");
     assert_eq!(fault_kind(&e), Some(AnswerFault::UnknownStatus));
     set_script(
         &sim,
@@ -459,7 +499,10 @@ async fn cc_error_codes_20000001_unknown_iccid_is_not_found() {
     let gw = adapter(&sim);
     let unknown = "89860199999999999999";
     assert_eq!(gw.usage(C, unknown).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.network_status(C, unknown).await, Err(GatewayError::NotFound));
+    assert_eq!(
+        gw.network_status(C, unknown).await,
+        Err(GatewayError::NotFound)
+    );
     assert_eq!(gw.stop(C, unknown).await, Err(GatewayError::NotFound));
 }
 
@@ -522,7 +565,10 @@ async fn cc_authentication_has_no_token_a_rotated_key_is_auth_at_once() {
         },
     );
     let before = sim.state().stats().requests;
-    assert!(matches!(gw.usage(C, ICCID).await, Err(GatewayError::Auth(_))));
+    assert!(matches!(
+        gw.usage(C, ICCID).await,
+        Err(GatewayError::Auth(_))
+    ));
     assert_eq!(sim.state().stats().requests, before + 1);
 }
 
@@ -555,7 +601,11 @@ async fn cc_authentication_no_error_shows_a_credential() {
         set_script(&sim, CallKind::Usage, vec![step]);
         errors.push(gw.usage(C, ICCID).await.expect_err("fails"));
     }
-    errors.push(gw.usage(C, "89860100000000000000").await.expect_err("unknown"));
+    errors.push(
+        gw.usage(C, "89860100000000000000")
+            .await
+            .expect_err("unknown"),
+    );
     for e in &errors {
         for text in [e.to_string(), format!("{e:?}")] {
             for secret in [key, basic, bad_key] {
@@ -565,7 +615,10 @@ async fn cc_authentication_no_error_shows_a_credential() {
     }
     let typed = typed_adapter(&sim);
     let debug = format!("{typed:?}");
-    assert!(!debug.contains(key) && !debug.contains("sim-cc-user"), "{debug}");
+    assert!(
+        !debug.contains(key) && !debug.contains("sim-cc-user"),
+        "{debug}"
+    );
 }
 
 #[tokio::test]
@@ -676,5 +729,8 @@ async fn cc_api_limits_a_second_concurrent_call_is_refused() {
     // With the platform's published bound (max_concurrent 1, the default), both pass in turn.
     let gw = adapter(&sim);
     let (a, b) = tokio::join!(gw.network_status(C, ICCID), gw.network_status(C, ICCID));
-    assert_eq!((a, b), (Ok(NetworkStatus::Online), Ok(NetworkStatus::Online)));
+    assert_eq!(
+        (a, b),
+        (Ok(NetworkStatus::Online), Ok(NetworkStatus::Online))
+    );
 }

@@ -143,8 +143,7 @@ fn refusal(st: &SimState, r: Refusal) -> Response {
                 "Unknown server error.",
             ),
             Injected::Status(code) => {
-                let status =
-                    StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
                 cc_error(status, None, &format!("scripted failure {code}"))
             }
             Injected::OverQuota => throttled(1, "Rate Limit Exceeded (quota)"),
@@ -160,7 +159,7 @@ fn refusal(st: &SimState, r: Refusal) -> Response {
 }
 
 /// HTTP Basic `username:api_key`; `Err` is the platform's 401.
-fn authorize(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
+fn authorize(st: &SimState, headers: &HeaderMap) -> Result<(), Box<Response>> {
     let Some(value) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -174,14 +173,14 @@ fn authorize(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static("Basic realm=\"Jasper\""),
         );
-        return Err(resp);
+        return Err(Box::new(resp));
     };
     let refused = || {
-        cc_error(
+        Box::new(cc_error(
             StatusCode::UNAUTHORIZED,
             Some("10000001"),
             "Invalid credentials",
-        )
+        ))
     };
     let (scheme, encoded) = value.trim().split_once(' ').ok_or_else(refused)?;
     if !scheme.eq_ignore_ascii_case("basic") {
@@ -211,7 +210,7 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
         } as u32)
     }
     let bytes = s.as_bytes();
-    if bytes.is_empty() || bytes.len() % 4 != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
@@ -313,7 +312,7 @@ async fn details(
         }
         Err(r) => (r.outcome(), refusal(&st, r)),
         Ok(_place) => match authorize(&st, &headers) {
-            Err(resp) => (Outcome::BadRequest, resp),
+            Err(resp) => (Outcome::BadRequest, *resp),
             Ok(()) => match st.0.fleet.view(&iccid) {
                 None => (Outcome::NotFound, unknown_iccid()),
                 Some(view) => (
@@ -369,7 +368,7 @@ async fn ctd_usages(
         }
         Err(r) => (r.outcome(), refusal(&st, r)),
         Ok(_place) => match authorize(&st, &headers) {
-            Err(resp) => (Outcome::BadRequest, resp),
+            Err(resp) => (Outcome::BadRequest, *resp),
             Ok(()) => match st.0.fleet.view(&iccid) {
                 None => (Outcome::NotFound, unknown_iccid()),
                 Some(view) => {
@@ -402,7 +401,12 @@ fn server_error() -> Response {
 
 /// The ctdUsages answer, `ctdDataUsage` written as the exact decimal byte count. `None`: the
 /// figure overflows.
-fn usage_body(view: &SimCardView, iccid: &str, status: &str, total_mb: Decimal) -> Option<Response> {
+fn usage_body(
+    view: &SimCardView,
+    iccid: &str,
+    status: &str,
+    total_mb: Decimal,
+) -> Option<Response> {
     let bytes = total_mb
         .checked_mul(Decimal::from(BYTES_PER_MB))?
         .normalize();
@@ -466,11 +470,7 @@ async fn edit(
 ) -> Response {
     let wanted: Result<Option<String>, &'static str> = serde_json::from_slice::<Value>(&body)
         .map_err(|_| "bad json")
-        .map(|v| {
-            v.get("status")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
+        .map(|v| v.get("status").and_then(Value::as_str).map(str::to_owned));
     let kind = match wanted.as_ref().ok().and_then(|s| s.as_deref()) {
         Some("ACTIVATED") => Some(CallKind::Start),
         Some("DEACTIVATED") => Some(CallKind::Stop),
@@ -483,7 +483,7 @@ async fn edit(
         Err(Refusal::Fault(Injected::Malformed(m))) => (Outcome::Error, malformed_edit(&iccid, m)),
         Err(r) => (r.outcome(), refusal(&st, r)),
         Ok(_place) => match authorize(&st, &headers) {
-            Err(resp) => (Outcome::BadRequest, resp),
+            Err(resp) => (Outcome::BadRequest, *resp),
             Ok(()) => match (wanted, kind) {
                 (Err(_), _) => (
                     Outcome::BadRequest,
@@ -557,14 +557,14 @@ async fn search(
     let (outcome, resp) = match admit(&st, P, CallKind::Realname).await {
         Err(Refusal::Fault(Injected::Malformed(m))) => match search_page(&st, &params) {
             Ok(page) => (Outcome::Error, malformed_search(page, m)),
-            Err(resp) => (Outcome::BadRequest, resp),
+            Err(resp) => (Outcome::BadRequest, *resp),
         },
         Err(r) => (r.outcome(), refusal(&st, r)),
         Ok(_place) => match authorize(&st, &headers) {
-            Err(resp) => (Outcome::BadRequest, resp),
+            Err(resp) => (Outcome::BadRequest, *resp),
             Ok(()) => match search_page(&st, &params) {
                 Ok(page) => (Outcome::Ok, Json(page).into_response()),
-                Err(resp) => (Outcome::BadRequest, resp),
+                Err(resp) => (Outcome::BadRequest, *resp),
             },
         },
     };
@@ -572,42 +572,47 @@ async fn search(
     resp
 }
 
+/// The platform's 400 `10000028`, boxed.
+fn bad(message: &str) -> Box<Response> {
+    Box::new(invalid_request(message))
+}
+
 /// One page of the search, or the platform's 400.
-fn search_page(st: &SimState, params: &HashMap<String, String>) -> Result<Value, Response> {
+fn search_page(st: &SimState, params: &HashMap<String, String>) -> Result<Value, Box<Response>> {
     if let Some(unknown) = params.keys().find(|k| !SEARCH_PARAMS.contains(&k.as_str())) {
-        return Err(invalid_request(&format!(
+        return Err(bad(&format!(
             "Invalid request: unrecognized parameter {unknown}"
         )));
     }
     let since = params
         .get("modifiedSince")
-        .ok_or_else(|| invalid_request("modifiedSince is required"))?;
+        .ok_or_else(|| bad("modifiedSince is required"))?;
     let since = parse_instant(since)
-        .ok_or_else(|| invalid_request("Invalid modifiedSince: use yyyy-MM-ddTHH:mm:ss+hh:mm"))?;
+        .ok_or_else(|| bad("Invalid modifiedSince: use yyyy-MM-ddTHH:mm:ss+hh:mm"))?;
     let till = match params.get("modifiedTill") {
         None => None,
         Some(t) => Some(
             parse_instant(t)
-                .ok_or_else(|| invalid_request("Invalid modifiedTill: use yyyy-MM-ddTHH:mm:ss+hh:mm"))?,
+                .ok_or_else(|| bad("Invalid modifiedTill: use yyyy-MM-ddTHH:mm:ss+hh:mm"))?,
         ),
     };
     let filter = match params.get("status") {
         None => None,
-        Some(w) => Some(status_filter(w).map_err(|()| invalid_request("Invalid status"))?),
+        Some(w) => Some(status_filter(w).map_err(|()| bad("Invalid status"))?),
     };
     let max = st.0.accounts.get(P).page_size_max;
     let page_size = match params.get("pageSize") {
         None => max.min(50),
         Some(s) => match s.parse::<usize>() {
             Ok(n) if (1..=max).contains(&n) => n,
-            _ => return Err(invalid_request(&format!("Invalid pageSize: 1 to {max}"))),
+            _ => return Err(bad(&format!("Invalid pageSize: 1 to {max}"))),
         },
     };
     let page_number = match params.get("pageNumber") {
         None => 1,
         Some(s) => match s.parse::<usize>() {
             Ok(n) if n >= 1 => n,
-            _ => return Err(invalid_request("Invalid pageNumber: 1 or more")),
+            _ => return Err(bad("Invalid pageNumber: 1 or more")),
         },
     };
     let since_ms = since.timestamp_millis().max(0) as u64;

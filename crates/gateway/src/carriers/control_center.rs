@@ -259,14 +259,19 @@ impl ControlCenter {
             None | Some(Value::Null) => Err(self
                 .http
                 .fault(AnswerFault::MissingField, format!("{what}: no `status`"))),
-            Some(other) => Err(self
-                .http
-                .fault(AnswerFault::BadValue, format!("{what}: `status` is {other}"))),
+            Some(other) => Err(self.http.fault(
+                AnswerFault::BadValue,
+                format!("{what}: `status` is {other}"),
+            )),
         }
     }
 
     /// One Edit Device Details request asking for `want`.
-    async fn set_status(&self, iccid: &str, want: NetworkStatus) -> Result<NetworkStatus, GatewayError> {
+    async fn set_status(
+        &self,
+        iccid: &str,
+        want: NetworkStatus,
+    ) -> Result<NetworkStatus, GatewayError> {
         let call = match want {
             NetworkStatus::Stopped => "stop",
             NetworkStatus::Online => "start",
@@ -301,7 +306,9 @@ impl ControlCenter {
         page: u32,
     ) -> Result<DevicePage, GatewayError> {
         let page = page.max(1);
-        let answer = self.search(since, SEARCH_PAGE_SIZE, page, "search_devices").await?;
+        let answer = self
+            .search(since, SEARCH_PAGE_SIZE, page, "search_devices")
+            .await?;
         let devices = answer
             .devices
             .into_iter()
@@ -347,7 +354,10 @@ impl ControlCenter {
         if found.page_number != page {
             return Err(self.http.fault(
                 AnswerFault::BadValue,
-                format!("{call}: asked page {page}, the answer is page {}", found.page_number),
+                format!(
+                    "{call}: asked page {page}, the answer is page {}",
+                    found.page_number
+                ),
             ));
         }
         Ok(found)
@@ -384,10 +394,15 @@ impl CarrierGateway for ControlCenter {
             )
         })?;
         let mb = units::bytes_to_mb(bytes)
-            .ok_or_else(|| self.http.fault(AnswerFault::BadValue, "usage: bytes overflow"))
+            .ok_or_else(|| {
+                self.http
+                    .fault(AnswerFault::BadValue, "usage: bytes overflow")
+            })
             .and_then(|mb| {
-                units::check_month_total(mb)
-                    .map_err(|e| self.http.fault(AnswerFault::BadValue, format!("usage: {e}")))
+                units::check_month_total(mb).map_err(|e| {
+                    self.http
+                        .fault(AnswerFault::BadValue, format!("usage: {e}"))
+                })
             })?;
         debug!(carrier = %self.http.carrier, iccid, bytes = %bytes, mb = %mb, "control-center cycle-to-date usage");
         Ok(MonthUsage {
@@ -430,7 +445,9 @@ impl CarrierGateway for ControlCenter {
 
     /// Search Devices modified since now, one record: authenticated, harmless, tiny.
     async fn probe(&self, _: CarrierId) -> Result<(), GatewayError> {
-        self.search(self.clock.now(), 1, 1, "probe").await.map(|_| ())
+        self.search(self.clock.now(), 1, 1, "probe")
+            .await
+            .map(|_| ())
     }
 }
 
