@@ -30,10 +30,10 @@ mod token;
 pub(crate) mod transport;
 pub mod units;
 
-pub use router::{CarrierRouter, RouterHealth};
 /// Control Center's Search Devices (a delta sync the trait has no call for) is a method of its
 /// adapter type, hence the type is public.
 pub use control_center::{ControlCenter, DevicePage, ModifiedDevice, SEARCH_PAGE_SIZE};
+pub use router::{CarrierRouter, RouterHealth};
 
 use crate::{CarrierGateway, GatewayConfig, GatewayError, HttpGateway, RetryPolicy};
 use domain::{CarrierAccount, CarrierProtocol, Clock, RateLimiter};
