@@ -26,7 +26,9 @@ const B: &str = "89860321000000000002";
 const D: &str = "89860321000000000003";
 
 async fn sim() -> SimHandle {
-    SimServer::start(SimOptions::default()).await.unwrap()
+    SimServer::start(SimOptions::default())
+        .await
+        .expect("the simulator starts")
 }
 
 fn credentials(map: &BTreeMap<String, String>) -> Credentials {
@@ -47,7 +49,7 @@ fn adapter_with(sim: &SimHandle, creds: Credentials) -> Arc<dyn CarrierGateway> 
         updated_at: Utc::now(),
     };
     let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
-    build_adapter(&account, &ctx).unwrap()
+    build_adapter(&account, &ctx).expect("the adapter builds")
 }
 
 fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
@@ -70,7 +72,7 @@ fn script(call: CallKind, step: ScriptStep) -> Script {
 
 fn this_month() -> NaiveDate {
     let now = Utc::now().with_timezone(&chrono_tz::Asia::Shanghai);
-    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).unwrap()
+    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).expect("a month's first day")
 }
 
 fn ids(list: &[&str]) -> Vec<String> {

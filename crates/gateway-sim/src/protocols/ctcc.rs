@@ -20,11 +20,11 @@ use crate::SimState;
 use crate::routes::{Injected, retry_after_secs};
 use crate::stats::Outcome;
 use axum::body::Bytes;
-use axum::{Json, Router};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Json, Router};
 use chrono::{FixedOffset, NaiveDateTime};
 use domain::{CarrierPackage, CarrierProtocol, NetworkStatus, PackageStatus, RealNameStatus};
 use gateway::CallKind;
@@ -102,7 +102,7 @@ fn check_signature(
     headers: &HeaderMap,
     raw_query: Option<&str>,
     body: &[u8],
-) -> Result<(), Response> {
+) -> Result<(), Box<Response>> {
     let h = |name: &str| {
         headers
             .get(name)
@@ -112,19 +112,19 @@ fn check_signature(
     };
     let app_key = h("AppKey");
     if app_key.is_empty() || !st.0.accounts.credential_is(P, "app_key", app_key) {
-        return Err(gateway_refusal(
+        return Err(Box::new(gateway_refusal(
             StatusCode::UNAUTHORIZED,
             code::APP_KEY,
             "AppKey 不存在或已停用",
-        ));
+        )));
     }
     let ts = h("Timestamp");
     if ts.len() != 14 || NaiveDateTime::parse_from_str(ts, "%Y%m%d%H%M%S").is_err() {
-        return Err(gateway_refusal(
+        return Err(Box::new(gateway_refusal(
             StatusCode::UNAUTHORIZED,
             code::TIMESTAMP,
             "Timestamp 格式错误",
-        ));
+        )));
     }
     let secret = st.0.accounts.credential(P, "secret").unwrap_or_default();
     let expected = sign(
@@ -134,11 +134,11 @@ fn check_signature(
         ts,
     );
     if !h("Sign").eq_ignore_ascii_case(&expected) {
-        return Err(gateway_refusal(
+        return Err(Box::new(gateway_refusal(
             StatusCode::UNAUTHORIZED,
             code::SIGN,
             "签名校验失败",
-        ));
+        )));
     }
     Ok(())
 }
@@ -148,7 +148,6 @@ fn check_signature(
 fn envelope(code: i64, msg: &str, data: Value) -> Response {
     Json(json!({ "code": code, "msg": msg, "data": data })).into_response()
 }
-
 
 fn gateway_refusal(status: StatusCode, code: i64, msg: &str) -> Response {
     (status, Json(json!({ "code": code, "msg": msg }))).into_response()
@@ -179,19 +178,15 @@ fn refused(st: &SimState, r: Refusal) -> Response {
     let resp = match r {
         Refusal::OverRate | Refusal::OverConcurrency => throttled(1),
         Refusal::Fault(f) => match f {
-            Injected::TimedOut => gateway_refusal(
-                StatusCode::GATEWAY_TIMEOUT,
-                504,
-                "Gateway Timeout",
-            ),
+            Injected::TimedOut => {
+                gateway_refusal(StatusCode::GATEWAY_TIMEOUT, 504, "Gateway Timeout")
+            }
             Injected::Status(429) => throttled(retry_after_secs(st)),
             Injected::Throttled { retry_after_secs } => throttled(retry_after_secs),
             Injected::OverQuota => throttled(1),
-            Injected::Unavailable => gateway_refusal(
-                StatusCode::SERVICE_UNAVAILABLE,
-                503,
-                "服务暂不可用",
-            ),
+            Injected::Unavailable => {
+                gateway_refusal(StatusCode::SERVICE_UNAVAILABLE, 503, "服务暂不可用")
+            }
             Injected::Status(c) => gateway_refusal(
                 StatusCode::from_u16(c).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
                 i64::from(c),
@@ -235,32 +230,36 @@ struct BatchBody {
 
 /// The numbers of a batch body (`accessNumber` of BQ019 and the usage query, `accessNumbers` of
 /// BQ020), or the platform's refusal.
-fn numbers(st: &SimState, body: &[u8], field: &str) -> Result<Vec<String>, Response> {
+fn numbers(st: &SimState, body: &[u8], field: &str) -> Result<Vec<String>, Box<Response>> {
     let parsed: BatchBody = serde_json::from_slice(body).map_err(|e| {
-        envelope(
+        Box::new(envelope(
             code::PARAM,
             &format!("请求参数错误: {e}"),
             Value::Null,
-        )
+        ))
     })?;
     let list = match field {
         "accessNumber" => parsed.access_number,
         _ => parsed.access_numbers,
     }
-    .ok_or_else(|| envelope(code::PARAM, &format!("缺少参数 {field}"), Value::Null))?;
+    .ok_or_else(|| {
+        Box::new(envelope(
+            code::PARAM,
+            &format!("缺少参数 {field}"),
+            Value::Null,
+        ))
+    })?;
     let limit = st.0.accounts.get(P).batch_limit;
     if list.len() > limit {
-        return Err(envelope(
+        return Err(Box::new(envelope(
             code::TOO_MANY,
             &format!("单次查询号码数量不能超过{limit}个"),
             Value::Null,
-        ));
+        )));
     }
     Ok(list)
 }
 
-/// The common frame of the three batch queries: admit, signature, numbers, then `item` per
-/// number, malformed as scripted; `wrap` puts the list into the answer's `data`.
 /// A request as the gateway checks it.
 struct Signed {
     headers: HeaderMap,
@@ -268,6 +267,8 @@ struct Signed {
     body: Bytes,
 }
 
+/// The common frame of the three batch queries: admit, signature, numbers, then `item` per
+/// number, malformed as scripted; `wrap` puts the list into the answer's `data`.
 async fn batch(
     st: SimState,
     kind: CallKind,
@@ -286,7 +287,7 @@ async fn batch(
     };
     if let Err(r) = check_signature(&st, &req.headers, req.query.as_deref(), &req.body) {
         done(&st, Outcome::BadRequest);
-        return r;
+        return *r;
     }
     if malformed == Some(Malformed::Html) {
         done(&st, Outcome::Error);
@@ -296,7 +297,7 @@ async fn batch(
         Ok(l) => l,
         Err(r) => {
             done(&st, Outcome::BadRequest);
-            return r;
+            return *r;
         }
     };
     let mut items = Vec::with_capacity(list.len());
@@ -495,7 +496,7 @@ async fn products(
     };
     if let Err(r) = check_signature(&st, &headers, q.as_deref(), b"") {
         done(&st, Outcome::BadRequest);
-        return r;
+        return *r;
     }
     if malformed == Some(Malformed::Html) {
         done(&st, Outcome::Error);
@@ -503,7 +504,11 @@ async fn products(
     }
     let Some(packages) = st.0.fleet.packages(&number) else {
         done(&st, Outcome::NotFound);
-        return envelope(code::NO_SUCH_NUMBER, "号码不存在或不属于该客户", Value::Null);
+        return envelope(
+            code::NO_SUCH_NUMBER,
+            "号码不存在或不属于该客户",
+            Value::Null,
+        );
     };
     let mut offers: Vec<Value> = packages.iter().map(offer).collect();
     let mut named = number.clone();
@@ -589,7 +594,7 @@ async fn disabled_number(
     };
     if let Err(r) = check_signature(&st, &headers, q.as_deref(), b"") {
         done(&st, Outcome::BadRequest);
-        return r;
+        return *r;
     }
     if malformed == Some(Malformed::Html) {
         done(&st, Outcome::Error);
