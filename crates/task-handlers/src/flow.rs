@@ -17,6 +17,10 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
+/// When a card whose carrier cannot answer its task type (`GatewayError::Unsupported`) comes
+/// back to ask again.
+pub(crate) const UNSUPPORTED_RECHECK: Duration = Duration::from_secs(3600);
+
 /// What a handler's poll of one card came to: the card as it is after the poll's writes, read
 /// back from the store (a changed real-name or network status may match another config, hence
 /// another interval or other queues).
@@ -136,6 +140,15 @@ impl PollingBase {
                     warn!(card_id = %card_id, %error, "cannot remove a disabled card from the queues");
                 }
                 return Outcome::Skipped;
+            }
+            Err(HandlerError::Gateway(GatewayError::Unsupported(call))) => {
+                // The carrier's platform has no such call (Control Center keeps no real-name
+                // status): nothing is known, nothing is written, and asking again at the retry
+                // interval would only spin. The card comes back after a long pause, in case the
+                // carrier's configuration changes.
+                debug!(card_id = %card_id, task = %task, call,
+                    "the carrier's protocol cannot answer this task type; rechecked later");
+                (UNSUPPORTED_RECHECK, Outcome::Skipped)
             }
             Err(HandlerError::Gateway(GatewayError::RateLimited)) => {
                 debug!(card_id = %card_id, task = %task,
