@@ -32,7 +32,14 @@ pub(crate) fn entry(
             }
         }
     }
+    if template.starts_with(CARRIERS)
+        && let Some(Value::Object(obj)) = &parsed
+        && let Some(id) = obj.get("carrier_id")
+    {
+        target.insert("carrier_id".to_owned(), summarise(id, 0));
+    }
     let summary = match parsed {
+        Some(v) if template.starts_with(CARRIERS) => carrier_summary(&v),
         Some(v) => summarise(&v, 0),
         None if body.is_empty() => Value::Object(Map::new()),
         None => serde_json::json!({ "unparsed_bytes": body.len() }),
@@ -46,6 +53,49 @@ pub(crate) fn entry(
         summary,
         status: status.as_u16(),
     }
+}
+
+/// The carrier routes' prefix: their bodies carry credentials.
+const CARRIERS: &str = "/api/admin/carriers";
+
+/// The fields of a carrier body that may be recorded; anything else (a credential sent in the
+/// wrong place, say) is named but not kept.
+const CARRIER_FIELDS: &[&str] = &[
+    "carrier_id",
+    "name",
+    "protocol",
+    "base_url",
+    "limits",
+    "enabled",
+];
+
+/// A carrier body without secrets: the known fields, `credentials` as the list of its field
+/// names (`credential_fields`), the names of unknown fields (`other_fields`), never a value of
+/// either.
+fn carrier_summary(v: &Value) -> Value {
+    let Value::Object(obj) = v else {
+        return serde_json::json!({ "unparsed": true });
+    };
+    let mut out = Map::new();
+    let mut other = Vec::new();
+    for (k, v) in obj {
+        if k == "credentials" {
+            let names = match v {
+                Value::Object(fields) => fields.keys().map(|f| Value::String(clean(f))).collect(),
+                _ => Vec::new(),
+            };
+            out.insert("credential_fields".to_owned(), Value::Array(names));
+        } else if CARRIER_FIELDS.contains(&k.as_str()) {
+            out.insert(k.clone(), summarise(v, 1));
+        } else {
+            other.push(Value::String(clean(k)));
+        }
+    }
+    if !other.is_empty() {
+        other.truncate(MAX_ARRAY);
+        out.insert("other_fields".to_owned(), Value::Array(other));
+    }
+    Value::Object(out)
 }
 
 /// `{id}` segments of the template with their values in the path.
@@ -120,5 +170,41 @@ mod tests {
         assert_eq!(e.target["card_id"], 9);
         assert_eq!(e.target["card_ids"], serde_json::json!([1, 2, 3]));
         assert_eq!(e.summary["cards"], serde_json::json!({"count": 21}));
+    }
+
+    #[test]
+    fn carrier_bodies_keep_credential_names_only() {
+        let body = Bytes::from(
+            r#"{"carrier_id":4,"name":"cm","protocol":"onelink","base_url":"http://x",
+               "credentials":{"appid":"A-pp","password":"S3cr3t"},"password":"S3cr3t-too",
+               "limits":{"batch_size":5}}"#,
+        );
+        let e = entry(
+            None,
+            &Method::POST,
+            "/api/admin/carriers",
+            "/api/admin/carriers",
+            &body,
+            StatusCode::CREATED,
+        );
+        let text = format!("{} {}", e.summary, e.target);
+        assert!(!text.contains("S3cr3t") && !text.contains("A-pp"), "{text}");
+        assert_eq!(e.target["carrier_id"], 4);
+        assert_eq!(
+            e.summary["credential_fields"],
+            serde_json::json!(["appid", "password"])
+        );
+        assert_eq!(e.summary["other_fields"], serde_json::json!(["password"]));
+        assert_eq!(e.summary["limits"]["batch_size"], 5);
+        let e = entry(
+            None,
+            &Method::PUT,
+            "/api/admin/carriers/{carrier_id}",
+            "/api/admin/carriers/4",
+            &Bytes::from(r#"{"credentials":"S3cr3t"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        );
+        assert!(!e.summary.to_string().contains("S3cr3t"));
+        assert_eq!(e.target["carrier_id"], 4);
     }
 }

@@ -30,6 +30,7 @@ use utoipa::{OpenApi as _, PartialSchema};
         (name = "concurrency", description = "The cluster-wide semaphore per task type"),
         (name = "alerts", description = "Alert rules and their firings"),
         (name = "data-cleanup", description = "Retention per table, runs and their logs"),
+        (name = "carriers", description = "Carrier platforms: protocol, URL, write-only credentials, budget, health, connection test"),
     )
 )]
 struct Base;

@@ -1,7 +1,8 @@
 //! The services of the admin API's part 2 (issue 14): monitoring, concurrency, alert rules, data
-//! cleanup and the metrics history, built once from the settings next to [`admin::Admin`].
+//! cleanup, the metrics history and the carriers, built once from the settings next to [`admin::Admin`].
 
 use admin::alerts::AlertService;
+use admin::carriers::CarrierService;
 use admin::cleanup::CleanupService;
 use admin::concurrency::{ConcurrencyService, default_max};
 use admin::history::HistoryService;
@@ -10,8 +11,8 @@ use domain::Clock;
 use lifecycle::{CardInitializer, InitSettings};
 use polling_config::PollingConfigManager;
 use polling_queue::{
-    ConcurrencySemaphore, Keys, PollingQueueManager, RecentCounters, SemaphoreSettings,
-    SingletonLease, TaskCounters,
+    CarrierHealthBoard, ConcurrencySemaphore, Keys, PollingQueueManager, RecentCounters,
+    SemaphoreSettings, SingletonLease, TaskCounters,
 };
 use settings::Settings;
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub(crate) struct OpsServices {
     pub(crate) alerts: AlertService,
     pub(crate) cleanup: CleanupService,
     pub(crate) history: HistoryService,
+    /// Carriers as configuration, their health board and connection test.
+    pub(crate) carriers: CarrierService,
 }
 
 /// What [`build`] needs.
@@ -74,6 +77,12 @@ pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
         ),
         concurrency: ConcurrencyService::new(semaphore, defaults),
         alerts: AlertService::new(p.stores.alerts.clone()),
+        carriers: CarrierService::new(
+            p.stores.carriers.clone(),
+            CarrierHealthBoard::new(p.redis.clone(), p.keys.clone()),
+            p.settings.timezone,
+            p.clock.clone(),
+        ),
         cleanup: CleanupService::new(
             p.stores.cleanup.clone(),
             SingletonLease::new(p.redis.clone(), p.keys.clone()),

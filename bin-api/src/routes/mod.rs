@@ -8,6 +8,7 @@ mod alerts;
 mod assets;
 mod audit;
 mod cards;
+mod carriers;
 mod cleanup;
 mod concurrency;
 mod configs;
@@ -28,4 +29,5 @@ pub(crate) fn all() -> OpenApiRouter<AppState> {
         .merge(cards::routes())
         .merge(devices::routes())
         .merge(audit::routes())
+        .merge(carriers::routes())
 }

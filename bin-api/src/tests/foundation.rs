@@ -195,6 +195,7 @@ async fn every_route_checks_keys_and_roles() {
         let uri = path
             .replace("{asset_type}", "card")
             .replace("{card_id}", &card_id.to_string())
+            .replace("{carrier_id}", "1")
             .replace(
                 "{id}",
                 &if path.contains("polling-configs") {
@@ -237,8 +238,8 @@ async fn every_route_checks_keys_and_roles() {
         }
     }
     // 35 of part 1, 23 of part 2 (monitoring, concurrency, alerts, cleanup), the history and
-    // a card's month of usage.
-    assert_eq!(checked, 35 + 25);
+    // a card's month of usage; the carriers (6).
+    assert_eq!(checked, 35 + 25 + 6);
     let after = (
         w.stores.cards.count().await.unwrap(),
         w.stores.configs.list_all().await.unwrap(),

@@ -6,6 +6,7 @@
 mod assets;
 mod card_usage;
 mod cards;
+mod carriers;
 mod configs;
 mod devices;
 mod foundation;

@@ -12,12 +12,13 @@
 //!   (`devices.rs`), packages (`packages.rs`), manual trigger (`manual.rs`), asset polling
 //!   control (`polling_control.rs`), the explain page (`explain.rs`, its phrases in
 //!   `explain_text.rs`), a card's month of usage (`usage_month.rs`), the audit of writes
-//!   (`audit.rs`).
+//!   (`audit.rs`), carriers as configuration and their connection test (`carriers.rs`).
 
 pub mod alert_metrics;
 pub mod alerts;
 mod audit;
 mod cards;
+pub mod carriers;
 pub mod cleanup;
 mod cleanup_run;
 pub mod concurrency;

@@ -11,7 +11,7 @@ pub(super) fn between_resources() -> Vec<Planned> {
         p.body = Some(body);
         p
     };
-    vec![
+    let mut links = vec![
         // Polling on or off, for the card or device just created.
         planned(
             "post_cards",
@@ -131,5 +131,40 @@ pub(super) fn between_resources() -> Vec<Planned> {
             "get_cards_id",
             &[("id", json!("$response.body#/ids/0"))],
         ),
-    ]
+    ];
+    links.extend(carrier_links());
+    links
+}
+
+/// A carrier's routes are keyed `{carrier_id}`, not `{id}`, so the derived rules do not see
+/// them: the carrier just created, and every operation on one carrier, link to the others.
+fn carrier_links() -> Vec<Planned> {
+    const BY_ID: [&str; 4] = [
+        "get_carriers_carrier_id",
+        "put_carriers_carrier_id",
+        "patch_carriers_carrier_id_status",
+        "post_carriers_carrier_id_test",
+    ];
+    let mut links: Vec<Planned> = BY_ID
+        .iter()
+        .map(|to| {
+            planned(
+                "post_carriers",
+                "201",
+                to,
+                &[("carrier_id", json!("$response.body#/carrier_id"))],
+            )
+        })
+        .collect();
+    for from in BY_ID {
+        for to in BY_ID.iter().filter(|to| **to != from) {
+            links.push(planned(
+                from,
+                "200",
+                to,
+                &[("carrier_id", json!("$request.path.carrier_id"))],
+            ));
+        }
+    }
+    links
 }

@@ -1,0 +1,112 @@
+//! Carriers (6): carriers as configuration (`tb_carrier`), their health as the workers publish
+//! it, and a connection test. Credentials are write-only: no answer carries a value, and the
+//! audit row of a write names the credential fields only (`crate::audit`).
+
+use crate::app::AppState;
+use crate::error::ApiResult;
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::PageParams;
+use admin::carriers::{
+    CarrierBody, CarrierStatusBody, CarrierView, ConnectionTest, NewCarrierBody,
+};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use domain::CarrierId;
+use domain::store::Paged;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one, update))
+        .routes(routes!(set_status))
+        .routes(routes!(test_connection))
+}
+
+/// List carriers, by id, each with its health (`null` before a worker published any).
+#[utoipa::path(get, path = "/carriers", tag = "carriers",
+    params(PageParams),
+    responses((status = 200, body = Paged<CarrierView>)))]
+async fn list(
+    State(state): State<AppState>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<Paged<CarrierView>>> {
+    Ok(Json(state.ops.carriers.list(page.page()?).await?))
+}
+
+/// Create a carrier (admin). `credentials` are required (`{}` for `cmp-json`) and never
+/// returned; absent `limits` fields take the protocol's defaults. 409 when the id is taken.
+#[utoipa::path(post, path = "/carriers", tag = "carriers",
+    request_body = NewCarrierBody,
+    responses((status = 201, body = CarrierView)))]
+async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<NewCarrierBody>,
+) -> ApiResult<(StatusCode, Json<CarrierView>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(state.ops.carriers.create(body).await?),
+    ))
+}
+
+/// One carrier, with its health.
+#[utoipa::path(get, path = "/carriers/{carrier_id}", tag = "carriers",
+    params(("carrier_id" = i64, Path, description = "carrier id")),
+    responses((status = 200, body = CarrierView)))]
+async fn get_one(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<CarrierView>> {
+    Ok(Json(state.ops.carriers.get(CarrierId(id)).await?))
+}
+
+/// Replace a carrier (admin). Absent `credentials` keep the stored ones; a credential field
+/// sent as `""` keeps that field's stored value.
+#[utoipa::path(put, path = "/carriers/{carrier_id}", tag = "carriers",
+    params(("carrier_id" = i64, Path, description = "carrier id")),
+    request_body = CarrierBody,
+    responses((status = 200, body = CarrierView)))]
+async fn update(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<CarrierBody>,
+) -> ApiResult<Json<CarrierView>> {
+    Ok(Json(state.ops.carriers.update(CarrierId(id), body).await?))
+}
+
+/// Enable or disable a carrier (admin). A disabled carrier is never called: its cards' polls
+/// fail as `carrier disabled` and are retried.
+#[utoipa::path(patch, path = "/carriers/{carrier_id}/status", tag = "carriers",
+    params(("carrier_id" = i64, Path, description = "carrier id")),
+    request_body = CarrierStatusBody,
+    responses((status = 200, body = CarrierView)))]
+async fn set_status(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<CarrierStatusBody>,
+) -> ApiResult<Json<CarrierView>> {
+    Ok(Json(
+        state
+            .ops
+            .carriers
+            .set_enabled(CarrierId(id), body.enabled)
+            .await?,
+    ))
+}
+
+/// Test the connection (admin): one harmless authenticated call to the carrier's platform with
+/// the stored credentials, disabled carriers included, within twice the carrier's timeout (at
+/// most 8 s). Always 200 when the carrier exists: `ok` and `outcome` say how it went.
+#[utoipa::path(post, path = "/carriers/{carrier_id}/test", tag = "carriers",
+    params(("carrier_id" = i64, Path, description = "carrier id")),
+    responses((status = 200, body = ConnectionTest)))]
+async fn test_connection(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<ConnectionTest>> {
+    Ok(Json(
+        state.ops.carriers.test_connection(CarrierId(id)).await?,
+    ))
+}
