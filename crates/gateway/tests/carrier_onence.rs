@@ -127,7 +127,11 @@ async fn authorization_token_expired_mid_run_is_renewed_transparently() {
     // The 401 is answered inside the call: a new token, the request once more.
     assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(7.5));
     assert_eq!(requests(&sim, CallKind::Realname), 2, "two token requests");
-    assert_eq!(requests(&sim, CallKind::Usage), 3, "one usage request repeated");
+    assert_eq!(
+        requests(&sim, CallKind::Usage),
+        3,
+        "one usage request repeated"
+    );
     // And the renewed token serves the next calls.
     gw.usage(C, A).await.unwrap();
     assert_eq!(requests(&sim, CallKind::Realname), 2);
@@ -164,7 +168,11 @@ async fn authorization_bad_credentials_are_auth_after_one_token_request() {
     assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
     assert!(!err.is_retryable());
     assert_eq!(requests(&sim, CallKind::Realname), 1, "one token request");
-    assert_eq!(requests(&sim, CallKind::Usage), 0, "no SIM request without a token");
+    assert_eq!(
+        requests(&sim, CallKind::Usage),
+        0,
+        "no SIM request without a token"
+    );
     for text in [err.to_string(), format!("{err:?}")] {
         assert!(!text.contains(wrong_secret), "{text}");
     }
@@ -178,7 +186,10 @@ async fn authorization_bad_credentials_are_auth_after_one_token_request() {
     let err = unknown_user.probe(C).await.unwrap_err();
     assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
     for text in [err.to_string(), format!("{err:?}")] {
-        assert!(!text.contains("sim-1nce-secret") && !text.contains("someone-else"), "{text}");
+        assert!(
+            !text.contains("sim-1nce-secret") && !text.contains("someone-else"),
+            "{text}"
+        );
     }
 }
 
@@ -188,7 +199,11 @@ async fn authorization_probe_is_one_authenticated_page_of_the_sim_list() {
     sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
     let gw = adapter(&sim);
     gw.probe(C).await.unwrap();
-    assert_eq!(requests(&sim, CallKind::Realname), 2, "the token and one page");
+    assert_eq!(
+        requests(&sim, CallKind::Realname),
+        2,
+        "the token and one page"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,10 +214,7 @@ async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
     let sim = sim().await;
     // 1 KB is 0.0009765625 MB: not a round figure, kept exactly.
     sim.state()
-        .upsert_cards(vec![
-            card(A, dec!(100.5)),
-            card(B, dec!(0.0009765625)),
-        ])
+        .upsert_cards(vec![card(A, dec!(100.5)), card(B, dec!(0.0009765625))])
         .unwrap();
     let gw = adapter(&sim);
     let u = gw.usage(C, A).await.unwrap();
@@ -232,7 +244,9 @@ async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
 #[tokio::test]
 async fn sim_usage_month_rollover_starts_the_new_month_from_zero() {
     let sim = sim().await;
-    let last_month = (current_month() - Days::days(1)).format("%Y-%m").to_string();
+    let last_month = (current_month() - Days::days(1))
+        .format("%Y-%m")
+        .to_string();
     sim.state()
         .upsert_cards(vec![SimCardSpec {
             month: Some(last_month),
@@ -271,7 +285,11 @@ async fn sim_usage_an_empty_answer_is_a_missing_field_never_zero() {
         vec![ScriptStep::Malformed(Malformed::DropLast)],
     ));
     let err = gw.usage(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&err), Some(AnswerFault::MissingField), "{err:?}");
+    assert_eq!(
+        unintelligible(&err),
+        Some(AnswerFault::MissingField),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -281,7 +299,10 @@ async fn sim_usage_unknown_card_is_not_found() {
     assert_eq!(gw.usage(C, A).await.unwrap_err(), GatewayError::NotFound);
     assert_eq!(gw.packages(C, A).await.unwrap_err(), GatewayError::NotFound);
     assert_eq!(gw.realname(C, A).await.unwrap_err(), GatewayError::NotFound);
-    assert_eq!(gw.network_status(C, A).await.unwrap_err(), GatewayError::NotFound);
+    assert_eq!(
+        gw.network_status(C, A).await.unwrap_err(),
+        GatewayError::NotFound
+    );
     assert_eq!(gw.stop(C, A).await.unwrap_err(), GatewayError::NotFound);
 }
 
@@ -374,18 +395,32 @@ async fn general_sims_put_status_disabled_then_enabled() {
     let sim = sim().await;
     sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
     let gw = adapter(&sim);
-    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Online);
+    assert_eq!(
+        gw.network_status(C, A).await.unwrap(),
+        NetworkStatus::Online
+    );
     assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
     assert_eq!(
         sim.state().card(A).unwrap().network_status,
         NetworkStatus::Stopped
     );
-    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Stopped);
+    assert_eq!(
+        gw.network_status(C, A).await.unwrap(),
+        NetworkStatus::Stopped
+    );
     assert_eq!(gw.start(C, A).await.unwrap(), NetworkStatus::Online);
-    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Online);
+    assert_eq!(
+        gw.network_status(C, A).await.unwrap(),
+        NetworkStatus::Online
+    );
     let v = sim.state().card(A).unwrap();
     assert_eq!(
-        (v.stop_calls, v.start_calls, v.stops_applied, v.starts_applied),
+        (
+            v.stop_calls,
+            v.start_calls,
+            v.stops_applied,
+            v.starts_applied
+        ),
         (1, 1, 1, 1)
     );
 }
@@ -427,13 +462,21 @@ async fn general_sims_answer_for_another_iccid_is_refused() {
         vec![ScriptStep::Malformed(Malformed::WrongIccid)],
     ));
     let err = gw.network_status(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&err), Some(AnswerFault::WrongIccid), "{err:?}");
+    assert_eq!(
+        unintelligible(&err),
+        Some(AnswerFault::WrongIccid),
+        "{err:?}"
+    );
     sim.state().set_script(script(
         CallKind::Realname,
         vec![ScriptStep::Malformed(Malformed::WrongIccid)],
     ));
     let err = gw.realname(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&err), Some(AnswerFault::WrongIccid), "{err:?}");
+    assert_eq!(
+        unintelligible(&err),
+        Some(AnswerFault::WrongIccid),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -452,7 +495,10 @@ async fn general_sims_status_outside_enabled_disabled_is_unknown_status() {
         Some(AnswerFault::UnknownStatus),
         "{err:?}"
     );
-    assert_eq!(gw.network_status(C, A).await.unwrap(), NetworkStatus::Online);
+    assert_eq!(
+        gw.network_status(C, A).await.unwrap(),
+        NetworkStatus::Online
+    );
 }
 
 #[tokio::test]

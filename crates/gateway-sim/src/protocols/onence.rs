@@ -141,10 +141,9 @@ fn refused(st: &SimState, r: Refusal) -> Response {
     match r {
         Refusal::OverRate | Refusal::OverConcurrency => too_many(None),
         Refusal::Fault(f) => match f {
-            Injected::TimedOut => sim_error(
-                StatusCode::GATEWAY_TIMEOUT,
-                "Endpoint request timed out",
-            ),
+            Injected::TimedOut => {
+                sim_error(StatusCode::GATEWAY_TIMEOUT, "Endpoint request timed out")
+            }
             Injected::Status(429) => too_many(Some(retry_after_secs(st))),
             Injected::Status(401) => unauthorized(),
             Injected::Status(code) => sim_error(
@@ -408,7 +407,15 @@ fn sim_json(v: &SimCardView, malformed: Option<Malformed>) -> Value {
     let luhn = luhn_digit(&iccid)
         .map(|d| format!("{iccid}{d}"))
         .unwrap_or_else(|| iccid.clone());
-    let tail: String = v.iccid.chars().rev().take(9).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = v
+        .iccid
+        .chars()
+        .rev()
+        .take(9)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     let quota = data_quota(&v.packages);
     // The quota as a JSON number with its exact digits.
     let current_quota = quota
@@ -463,7 +470,10 @@ async fn list(
             return finish(
                 &st,
                 Outcome::BadRequest,
-                sim_error(StatusCode::BAD_REQUEST, "page must be an integer of at least 1"),
+                sim_error(
+                    StatusCode::BAD_REQUEST,
+                    "page must be an integer of at least 1",
+                ),
             );
         }
     };
@@ -520,7 +530,11 @@ fn unknown_sim(st: &SimState, iccid: &str) -> Response {
 }
 
 /// `GET /v1/sims/{iccid}`.
-async fn sim(State(st): State<SimState>, headers: HeaderMap, Path(iccid): Path<String>) -> Response {
+async fn sim(
+    State(st): State<SimState>,
+    headers: HeaderMap,
+    Path(iccid): Path<String>,
+) -> Response {
     let pass = match gate(&st, &headers, CallKind::Realname, true).await {
         Ok(p) => p,
         Err(resp) => return resp,
@@ -612,17 +626,17 @@ async fn change(
             sim_error(StatusCode::BAD_REQUEST, "Request body is not valid JSON"),
         );
     };
-    if let Some(named) = body.get("iccid").and_then(Value::as_str) {
-        if named != iccid {
-            return finish(
-                &st,
-                Outcome::BadRequest,
-                sim_error(
-                    StatusCode::BAD_REQUEST,
-                    "The ICCID of the body differs from the ICCID of the path",
-                ),
-            );
-        }
+    if let Some(named) = body.get("iccid").and_then(Value::as_str)
+        && named != iccid
+    {
+        return finish(
+            &st,
+            Outcome::BadRequest,
+            sim_error(
+                StatusCode::BAD_REQUEST,
+                "The ICCID of the body differs from the ICCID of the path",
+            ),
+        );
     }
     if st.0.fleet.view(&iccid).is_none() {
         return unknown_sim(&st, &iccid);
@@ -691,12 +705,7 @@ async fn usage(
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let today = st
-        .0
-        .clock
-        .now()
-        .with_timezone(&st.0.timezone)
-        .date_naive();
+    let today = st.0.clock.now().with_timezone(&st.0.timezone).date_naive();
     let bound = |name: &str, default: NaiveDate| match q.get(name) {
         None => Ok(default),
         Some(s) => parse_day(s).ok_or_else(|| format!("{name} must be YYYY-MM-DD, got `{s}`")),
@@ -712,7 +721,13 @@ async fn usage(
                 sim_error(StatusCode::BAD_REQUEST, "start_dt must not be after end_dt"),
             );
         }
-        Err(e) => return finish(&st, Outcome::BadRequest, sim_error(StatusCode::BAD_REQUEST, e)),
+        Err(e) => {
+            return finish(
+                &st,
+                Outcome::BadRequest,
+                sim_error(StatusCode::BAD_REQUEST, e),
+            );
+        }
     };
     if st.0.fleet.view(&iccid).is_none() {
         return unknown_sim(&st, &iccid);
@@ -751,7 +766,11 @@ async fn usage(
         .map(|(d, mb)| day_record(d, mb))
         .collect();
     let outcome = pass.malformed.map_or(Outcome::Ok, malformed_outcome);
-    finish(&st, outcome, json_answer(StatusCode::OK, &json!({ "stats": stats })))
+    finish(
+        &st,
+        outcome,
+        json_answer(StatusCode::OK, &json!({ "stats": stats })),
+    )
 }
 
 /// `GET /v1/sims/{iccid}/quota/data`.

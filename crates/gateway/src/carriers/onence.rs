@@ -236,7 +236,11 @@ impl OneNce {
                 // BodyValidationError / UnsupportedContentTypeError are the request's shape.
                 let code = serde_json::from_slice::<Value>(&answer.body)
                     .ok()
-                    .and_then(|v| v.get("errorCode").and_then(Value::as_str).map(str::to_owned));
+                    .and_then(|v| {
+                        v.get("errorCode")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    });
                 return Err(match code.as_deref() {
                     Some("BadCredentials" | "AuthValidationError") => GatewayError::Auth(format!(
                         "1NCE refused the client credentials (HTTP 400): {}",
@@ -252,19 +256,18 @@ impl OneNce {
         }
         let t: TokenAnswer = self.http.json("token", &answer)?;
         if t.access_token.is_empty() {
-            return Err(self.http.fault(
-                AnswerFault::MissingField,
-                "token: empty access_token",
-            ));
+            return Err(self
+                .http
+                .fault(AnswerFault::MissingField, "token: empty access_token"));
         }
         self.http.add_secret(&t.access_token);
-        if let Some(kind) = t.token_type.as_deref() {
-            if !kind.eq_ignore_ascii_case("bearer") {
-                return Err(self.http.fault(
-                    AnswerFault::BadValue,
-                    format!("token: token_type `{kind}`, expected bearer"),
-                ));
-            }
+        if let Some(kind) = t.token_type.as_deref()
+            && !kind.eq_ignore_ascii_case("bearer")
+        {
+            return Err(self.http.fault(
+                AnswerFault::BadValue,
+                format!("token: token_type `{kind}`, expected bearer"),
+            ));
         }
         let lifetime = t
             .expires_in
@@ -318,10 +321,7 @@ impl OneNce {
             429 => GatewayError::Throttled {
                 retry_after: answer.retry_after(),
             },
-            401 => GatewayError::Auth(format!(
-                "1NCE answered 401: {}",
-                self.http.excerpt(answer)
-            )),
+            401 => GatewayError::Auth(format!("1NCE answered 401: {}", self.http.excerpt(answer))),
             status => GatewayError::Carrier {
                 status,
                 body: self.http.excerpt(answer),
@@ -368,7 +368,12 @@ impl OneNce {
         Ok(sim)
     }
 
-    fn status_of(&self, call: &str, iccid: &str, word: &str) -> Result<NetworkStatus, GatewayError> {
+    fn status_of(
+        &self,
+        call: &str,
+        iccid: &str,
+        word: &str,
+    ) -> Result<NetworkStatus, GatewayError> {
         network_of(word).ok_or_else(|| {
             self.http.fault(
                 AnswerFault::UnknownStatus,
@@ -466,8 +471,10 @@ impl OneNce {
         let mut total = Decimal::ZERO;
         for rec in stats {
             let date = rec.get("date").and_then(Value::as_str).ok_or_else(|| {
-                self.http
-                    .fault(AnswerFault::MissingField, format!("usage of {iccid}: a record without date"))
+                self.http.fault(
+                    AnswerFault::MissingField,
+                    format!("usage of {iccid}: a record without date"),
+                )
             })?;
             let day = date
                 .get(..10)
@@ -491,13 +498,12 @@ impl OneNce {
                 .get("traffic_type")
                 .and_then(|t| t.get("unit"))
                 .and_then(Value::as_str)
+                && !unit.eq_ignore_ascii_case("MB")
             {
-                if !unit.eq_ignore_ascii_case("MB") {
-                    return Err(self.http.fault(
-                        AnswerFault::BadValue,
-                        format!("usage of {iccid}: data unit `{unit}`, expected MB"),
-                    ));
-                }
+                return Err(self.http.fault(
+                    AnswerFault::BadValue,
+                    format!("usage of {iccid}: data unit `{unit}`, expected MB"),
+                ));
             }
             let volume = data.get("volume").filter(|v| !v.is_null()).ok_or_else(|| {
                 self.http.fault(
@@ -512,12 +518,16 @@ impl OneNce {
                 )
             })?;
             total = total.checked_add(mb).ok_or_else(|| {
-                self.http
-                    .fault(AnswerFault::BadValue, format!("usage of {iccid}: the sum overflows"))
+                self.http.fault(
+                    AnswerFault::BadValue,
+                    format!("usage of {iccid}: the sum overflows"),
+                )
             })?;
         }
-        check_month_total(total)
-            .map_err(|e| self.http.fault(AnswerFault::BadValue, format!("usage of {iccid}: {e}")))
+        check_month_total(total).map_err(|e| {
+            self.http
+                .fault(AnswerFault::BadValue, format!("usage of {iccid}: {e}"))
+        })
     }
 
     fn package_of(&self, iccid: &str, q: &QuotaAnswer) -> Result<CarrierPackage, GatewayError> {
@@ -561,7 +571,8 @@ impl OneNce {
         let status = match stated {
             Some(word) if word.eq_ignore_ascii_case("EXPIRED") => PackageStatus::Expired,
             Some(word)
-                if word.eq_ignore_ascii_case("ACTIVE") || word.eq_ignore_ascii_case("EXHAUSTED") =>
+                if word.eq_ignore_ascii_case("ACTIVE")
+                    || word.eq_ignore_ascii_case("EXHAUSTED") =>
             {
                 PackageStatus::Active
             }
@@ -621,13 +632,17 @@ impl CarrierGateway for OneNce {
 
     async fn stop(&self, _: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
         self.http
-            .retry_command("stop", || self.set_status("stop", iccid, NetworkStatus::Stopped))
+            .retry_command("stop", || {
+                self.set_status("stop", iccid, NetworkStatus::Stopped)
+            })
             .await
     }
 
     async fn start(&self, _: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
         self.http
-            .retry_command("start", || self.set_status("start", iccid, NetworkStatus::Online))
+            .retry_command("start", || {
+                self.set_status("start", iccid, NetworkStatus::Online)
+            })
             .await
     }
 
@@ -738,10 +753,7 @@ mod tests {
         assert_eq!(second.page, 2);
         assert_eq!(
             second.sims.last(),
-            Some(&(
-                "8988228066600000149".to_owned(),
-                Ok(NetworkStatus::Stopped)
-            ))
+            Some(&("8988228066600000149".to_owned(), Ok(NetworkStatus::Stopped)))
         );
         assert!(adapter.sims_page(3).await.unwrap().sims.is_empty());
     }
