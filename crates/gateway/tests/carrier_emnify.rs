@@ -115,11 +115,20 @@ async fn emnify_sim_stats_current_month_volume_is_month_to_date_mb_exactly() {
         assert_eq!(u.month_total_mb, dec!(100.5));
     }
     // 1 KB a query: 2 KB, then 3 KB, exactly.
-    assert_eq!(gw.usage(C, B).await.unwrap().month_total_mb, dec!(0.001953125));
-    assert_eq!(gw.usage(C, B).await.unwrap().month_total_mb, dec!(0.0029296875));
+    assert_eq!(
+        gw.usage(C, B).await.unwrap().month_total_mb,
+        dec!(0.001953125)
+    );
+    assert_eq!(
+        gw.usage(C, B).await.unwrap().month_total_mb,
+        dec!(0.0029296875)
+    );
     // No traffic this month: emnify leaves `current_month` out; the month is ours, from 0.
     let none = gw.usage(C, "89883030000000000309").await.unwrap();
-    assert_eq!((none.month, none.month_total_mb), (this_month(), Decimal::ZERO));
+    assert_eq!(
+        (none.month, none.month_total_mb),
+        (this_month(), Decimal::ZERO)
+    );
     assert_eq!(sim.state().card(A).unwrap().usage_queries, 2);
 }
 
@@ -184,7 +193,12 @@ async fn emnify_sim_by_id_patch_status_suspends_then_activates() {
     assert_eq!(gw.network_status(C, A).await, Ok(NetworkStatus::Online));
     let v = sim.state().card(A).unwrap();
     assert_eq!(
-        (v.stop_calls, v.stops_applied, v.start_calls, v.starts_applied),
+        (
+            v.stop_calls,
+            v.stops_applied,
+            v.start_calls,
+            v.starts_applied
+        ),
         (1, 1, 1, 1)
     );
 }
@@ -241,10 +255,26 @@ async fn emnify_endpoint_quota_data_is_the_one_package() {
     let got = gw.packages(C, A).await.unwrap();
     assert_eq!(got.len(), 1);
     let p = &got[0];
-    assert!(p.external_id.starts_with("data-quota:"), "{}", p.external_id);
+    assert!(
+        p.external_id.starts_with("data-quota:"),
+        "{}",
+        p.external_id
+    );
     assert_eq!(
-        (p.status, p.used_mb, p.limit_mb, p.expires_at, p.activated_at),
-        (PackageStatus::Active, dec!(12.5), Some(dec!(1024)), Some(expires), None)
+        (
+            p.status,
+            p.used_mb,
+            p.limit_mb,
+            p.expires_at,
+            p.activated_at
+        ),
+        (
+            PackageStatus::Active,
+            dec!(12.5),
+            Some(dec!(1024)),
+            Some(expires),
+            None
+        )
     );
     let got = gw.packages(C, B).await.unwrap();
     assert_eq!(
@@ -265,7 +295,11 @@ async fn emnify_no_batch_call_cards_are_asked_one_by_one_in_order() {
         ])
         .unwrap();
     let gw = adapter(&sim);
-    let asked = vec![B.to_owned(), "89000000000000000000".to_owned(), A.to_owned()];
+    let asked = vec![
+        B.to_owned(),
+        "89000000000000000000".to_owned(),
+        A.to_owned(),
+    ];
     let got = gw.usage_batch(C, &asked).await.unwrap();
     assert_eq!(got[0].as_ref().unwrap().month_total_mb, dec!(2));
     assert_eq!(got[1], Err(GatewayError::NotFound));
@@ -372,14 +406,22 @@ async fn emnify_sim_status_outside_the_table_is_unknown_status() {
         vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
     );
     let e = gw.network_status(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&e), Some(AnswerFault::UnknownStatus), "{e:?}");
+    assert_eq!(
+        unintelligible(&e),
+        Some(AnswerFault::UnknownStatus),
+        "{e:?}"
+    );
     set_script(
         &sim,
         CallKind::Packages,
         vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
     );
     let e = gw.packages(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&e), Some(AnswerFault::UnknownStatus), "{e:?}");
+    assert_eq!(
+        unintelligible(&e),
+        Some(AnswerFault::UnknownStatus),
+        "{e:?}"
+    );
 }
 
 #[tokio::test]
@@ -491,7 +533,15 @@ async fn emnify_rate_limits_answer_429_which_is_throttled() {
     // A scripted 429 carries the simulator's Retry-After.
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
     let e = gw.usage(C, A).await.unwrap_err();
-    assert!(matches!(e, GatewayError::Throttled { retry_after: Some(_) }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            GatewayError::Throttled {
+                retry_after: Some(_)
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[tokio::test]
@@ -501,11 +551,17 @@ async fn emnify_5xx_is_a_carrier_error() {
     let gw = adapter(&sim);
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(500)]);
     let e = gw.usage(C, A).await.unwrap_err();
-    assert!(matches!(e, GatewayError::Carrier { status: 500, .. }), "{e:?}");
+    assert!(
+        matches!(e, GatewayError::Carrier { status: 500, .. }),
+        "{e:?}"
+    );
     assert!(e.is_retryable());
     set_script(&sim, CallKind::Packages, vec![ScriptStep::Status(503)]);
     let e = gw.packages(C, A).await.unwrap_err();
-    assert!(matches!(e, GatewayError::Carrier { status: 503, .. }), "{e:?}");
+    assert!(
+        matches!(e, GatewayError::Carrier { status: 503, .. }),
+        "{e:?}"
+    );
 }
 
 #[tokio::test]
@@ -535,7 +591,10 @@ async fn emnify_no_error_shows_a_credential_or_a_token() {
     let good = SimAccount::default_for(P).credentials["application_token"].clone();
     let mut errors = Vec::new();
     let bad = build_adapter(
-        &account(&sim, Credentials::new().with("application_token", WRONG_TOKEN)),
+        &account(
+            &sim,
+            Credentials::new().with("application_token", WRONG_TOKEN),
+        ),
         &ctx(),
     )
     .unwrap();

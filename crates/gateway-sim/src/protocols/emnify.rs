@@ -39,6 +39,9 @@ use std::sync::{Mutex, OnceLock};
 
 const P: CarrierProtocol = CarrierProtocol::Emnify;
 
+/// An answer that ends a request early (boxed: a `Response` is large).
+type Refused = Box<Response>;
+
 /// The ICCID the simulator names in a `wrong_iccid` answer.
 const OTHER_ICCID: &str = "89883030000000000017";
 
@@ -105,12 +108,7 @@ fn html() -> Response {
 
 /// A JSON body written as text, so that decimal figures keep every digit (no float).
 fn raw_json(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// A refusal before the request was looked at, in emnify's words, with its outcome.
@@ -148,7 +146,11 @@ fn refusal(st: &SimState, r: Refusal) -> (Outcome, Response) {
             Injected::Status(code) if code >= 500 => {
                 let status =
                     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                (status, axum::Json(json!({"message": "Internal server error"}))).into_response()
+                (
+                    status,
+                    axum::Json(json!({"message": "Internal server error"})),
+                )
+                    .into_response()
             }
             Injected::Status(code) => {
                 let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
@@ -208,7 +210,11 @@ async fn authenticate(State(st): State<SimState>, body: Bytes) -> Response {
     if !ok {
         done(&st, Outcome::BadRequest);
         // "The response body is empty for most authentication failures."
-        return (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "application/json")], "")
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::CONTENT_TYPE, "application/json")],
+            "",
+        )
             .into_response();
     }
     let (opaque, ttl) = st.0.accounts.issue_token(P);
@@ -219,8 +225,15 @@ async fn authenticate(State(st): State<SimState>, body: Bytes) -> Response {
 }
 
 /// The bearer JWT checked: signature, then the token it carries (`jti`) known and alive.
-fn check_auth(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
-    let invalid = || error(StatusCode::UNAUTHORIZED, 1102, "InvalidToken", "Invalid token");
+fn check_auth(st: &SimState, headers: &HeaderMap) -> Result<(), Refused> {
+    let invalid = || {
+        Box::new(error(
+            StatusCode::UNAUTHORIZED,
+            1102,
+            "InvalidToken",
+            "Invalid token",
+        ))
+    };
     let value = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -232,12 +245,12 @@ fn check_auth(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
     let jti = jwt::verify(token, signing_key()).ok_or_else(invalid)?;
     match st.0.accounts.check_token(P, &jti) {
         TokenCheck::Valid => Ok(()),
-        TokenCheck::Expired => Err(error(
+        TokenCheck::Expired => Err(Box::new(error(
             StatusCode::UNAUTHORIZED,
             1103,
             "TokenExpired",
             "Token expired",
-        )),
+        ))),
         TokenCheck::Unknown => Err(invalid()),
     }
 }
@@ -309,8 +322,7 @@ mod jwt {
         b64url(&out)
     }
 
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
     /// Base64url without padding (RFC 7515 §2).
     pub(super) fn b64url(data: &[u8]) -> String {
@@ -522,14 +534,14 @@ async fn enter(
     st: &SimState,
     kind: CallKind,
     headers: &HeaderMap,
-) -> Result<(Option<crate::accounts::InFlight>, Option<Malformed>), Response> {
+) -> Result<(Option<crate::accounts::InFlight>, Option<Malformed>), Refused> {
     let (guard, malformed) = match admit(st, P, kind).await {
         Ok(g) => (g, None),
         Err(Refusal::Fault(crate::routes::Injected::Malformed(m))) => (None, Some(m)),
         Err(r) => {
             let (o, resp) = refusal(st, r);
             done(st, o);
-            return Err(resp);
+            return Err(Box::new(resp));
         }
     };
     if let Err(resp) = check_auth(st, headers) {
@@ -538,7 +550,7 @@ async fn enter(
     }
     if malformed == Some(Malformed::Html) {
         done(st, Outcome::Error);
-        return Err(html());
+        return Err(Box::new(html()));
     }
     Ok((guard, malformed))
 }
@@ -573,24 +585,24 @@ async fn list_sims(
 ) -> Response {
     let (_guard, malformed) = match enter(&st, CallKind::Realname, &headers).await {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let max = st.account(P).page_size_max;
-    let parse = |v: &Option<String>, default: usize| -> Result<usize, Response> {
+    let parse = |v: &Option<String>, default: usize| -> Result<usize, Refused> {
         match v {
             None => Ok(default),
             Some(s) => s
                 .parse::<usize>()
                 .ok()
                 .filter(|n| *n >= 1)
-                .ok_or_else(|| validation(format!("Invalid paging parameter {s}"))),
+                .ok_or_else(|| Box::new(validation(format!("Invalid paging parameter {s}")))),
         }
     };
     let page = match parse(&q.page, 1) {
         Ok(p) => p,
         Err(r) => {
             done(&st, Outcome::BadRequest);
-            return r;
+            return *r;
         }
     };
     let per_page = match parse(&q.per_page, 2000.min(max)) {
@@ -601,7 +613,7 @@ async fn list_sims(
         }
         Err(r) => {
             done(&st, Outcome::BadRequest);
-            return r;
+            return *r;
         }
     };
     if let Some(sort) = &q.sort {
@@ -693,7 +705,7 @@ fn invalid_query(crit: &str) -> Response {
 async fn sim_statuses(State(st): State<SimState>, headers: HeaderMap) -> Response {
     let (_guard, malformed) = match enter(&st, CallKind::Realname, &headers).await {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let mut items: Vec<serde_json::Value> = STATUSES
         .iter()
@@ -706,18 +718,18 @@ async fn sim_statuses(State(st): State<SimState>, headers: HeaderMap) -> Respons
 }
 
 /// The card of a path's SIM id; `Err`: emnify's 404 (or 422 for an id that is no number).
-fn card_of(st: &SimState, raw: &str) -> Result<(u64, String), Response> {
+fn card_of(st: &SimState, raw: &str) -> Result<(u64, String), Refused> {
     let Ok(id) = raw.parse::<u64>() else {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::UNPROCESSABLE_ENTITY,
             1403,
             "InvalidFormat",
             format!("SIM - id has invalid format: expecting Number, got {raw}"),
-        ));
+        )));
     };
     match iccid_of_id(id).filter(|i| st.0.fleet.network(i).is_some()) {
         Some(iccid) => Ok((id, iccid)),
-        None => Err(not_found(format!("SIM with id {id} not found"))),
+        None => Err(Box::new(not_found(format!("SIM with id {id} not found")))),
     }
 }
 
@@ -729,13 +741,13 @@ async fn get_sim(
 ) -> Response {
     let (_guard, malformed) = match enter(&st, CallKind::Realname, &headers).await {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let (_, iccid) = match card_of(&st, &raw) {
         Ok(c) => c,
         Err(resp) => {
             done(&st, Outcome::NotFound);
-            return resp;
+            return *resp;
         }
     };
     let network = st.0.fleet.network(&iccid).unwrap_or(NetworkStatus::Online);
@@ -782,13 +794,13 @@ async fn patch_sim(
     }
     let (_guard, _malformed) = match enter(&st, kind, &headers).await {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let (_, iccid) = match card {
         Ok(c) => c,
         Err(resp) => {
             done(&st, Outcome::NotFound);
-            return resp;
+            return *resp;
         }
     };
     match wanted {
@@ -826,13 +838,13 @@ async fn sim_stats(
 ) -> Response {
     let (_guard, malformed) = match enter(&st, CallKind::Usage, &headers).await {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let (id, iccid) = match card_of(&st, &raw) {
         Ok(c) => c,
         Err(resp) => {
             done(&st, Outcome::NotFound);
-            return resp;
+            return *resp;
         }
     };
     let Some((month, total)) = st.0.fleet.usage(&iccid, st.current_month()) else {
@@ -876,7 +888,7 @@ async fn quota_data(
 ) -> Response {
     let (_guard, malformed) = match enter(&st, CallKind::Packages, &headers).await {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     // The endpoint of a SIM has the SIM's id.
     let (id, iccid) = match card_of(&st, &raw) {
@@ -941,10 +953,7 @@ mod tests {
                 "89883030000080139311".to_owned()
             )
         );
-        assert_eq!(
-            iccid_forms("89860000000000000001").0,
-            "8986000000000000000"
-        );
+        assert_eq!(iccid_forms("89860000000000000001").0, "8986000000000000000");
     }
 
     #[test]

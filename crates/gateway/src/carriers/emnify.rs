@@ -47,6 +47,8 @@ const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(240 * 60);
 const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// ICCID → SIM id entries kept; beyond, the map starts again (each card costs one lookup).
 const ID_CACHE_MAX: usize = 500_000;
+/// emnify has no batch query we use: one card a call.
+const PLATFORM_BATCH_MAX: usize = 1;
 /// Items per page of a lookup: one SIM is expected.
 const LOOKUP_PER_PAGE: &str = "10";
 
@@ -249,7 +251,7 @@ impl Emnify {
             ids: Mutex::new(HashMap::new()),
             clock: ctx.clock.clone(),
             timezone: ctx.timezone,
-            batch: (account.limits.batch_size as usize).clamp(1, 1),
+            batch: (account.limits.batch_size as usize).clamp(1, PLATFORM_BATCH_MAX),
         })
     }
 
@@ -501,19 +503,20 @@ impl Emnify {
 
     /// The network status a SIM record says, through the status table.
     fn network_status_of(&self, sim: &SimRecord) -> Result<NetworkStatus, GatewayError> {
-        id_of(&sim.status.id)
-            .and_then(network_of)
-            .ok_or_else(|| {
-                self.http.fault(
-                    AnswerFault::UnknownStatus,
-                    format!(
-                        "SIM {} has status {} ({}), outside the documented table",
-                        sim.id,
-                        sim.status.id,
-                        sim.status.description.as_deref().unwrap_or("no description")
-                    ),
-                )
-            })
+        id_of(&sim.status.id).and_then(network_of).ok_or_else(|| {
+            self.http.fault(
+                AnswerFault::UnknownStatus,
+                format!(
+                    "SIM {} has status {} ({}), outside the documented table",
+                    sim.id,
+                    sim.status.id,
+                    sim.status
+                        .description
+                        .as_deref()
+                        .unwrap_or("no description")
+                ),
+            )
+        })
     }
 
     // -- usage -----------------------------------------------------------------------------
@@ -549,25 +552,24 @@ impl Emnify {
                 month_total_mb: Decimal::ZERO,
             });
         };
-        if let Some(sim_id) = data.get("sim_id").filter(|s| !s.is_null()) {
-            if figure(sim_id) != Some(Decimal::from(id)) {
-                return Err(self.http.fault(
-                    AnswerFault::WrongIccid,
-                    format!("usage of SIM {id} answered for SIM {sim_id}"),
-                ));
-            }
+        if let Some(sim_id) = data.get("sim_id").filter(|s| !s.is_null())
+            && figure(sim_id) != Some(Decimal::from(id))
+        {
+            return Err(self.http.fault(
+                AnswerFault::WrongIccid,
+                format!("usage of SIM {id} answered for SIM {sim_id}"),
+            ));
         }
         if let Some(unit) = data
             .get("traffic_type")
             .and_then(|t| t.get("unit"))
             .and_then(Value::as_str)
+            && !unit.eq_ignore_ascii_case("MB")
         {
-            if !unit.eq_ignore_ascii_case("MB") {
-                return Err(self.http.fault(
-                    AnswerFault::BadValue,
-                    format!("usage of SIM {id}: data in `{unit}`, not MB"),
-                ));
-            }
+            return Err(self.http.fault(
+                AnswerFault::BadValue,
+                format!("usage of SIM {id}: data in `{unit}`, not MB"),
+            ));
         }
         let volume = match data.get("volume") {
             None | Some(Value::Null) => {
@@ -586,15 +588,12 @@ impl Emnify {
         let volume = units::check_month_total(volume)
             .map_err(|e| self.http.fault(AnswerFault::BadValue, e))?;
         let month = match data.get("month").and_then(Value::as_str) {
-            Some(m) => m
-                .get(..7)
-                .and_then(units::parse_month)
-                .ok_or_else(|| {
-                    self.http.fault(
-                        AnswerFault::BadValue,
-                        format!("usage of SIM {id}: month `{m}` is no date"),
-                    )
-                })?,
+            Some(m) => m.get(..7).and_then(units::parse_month).ok_or_else(|| {
+                self.http.fault(
+                    AnswerFault::BadValue,
+                    format!("usage of SIM {id}: month `{m}` is no date"),
+                )
+            })?,
             None => now_month,
         };
         Ok(MonthUsage {
@@ -620,21 +619,23 @@ impl Emnify {
                 ),
             )
         })?;
-        if let Some(d) = &quota.status.description {
-            if !d.eq_ignore_ascii_case(word) {
-                return Err(self.http.fault(
-                    AnswerFault::UnknownStatus,
-                    format!(
-                        "data quota of endpoint {endpoint}: status {} is `{d}`, the table says `{word}`",
-                        quota.status.id
-                    ),
-                ));
-            }
+        if let Some(d) = &quota.status.description
+            && !d.eq_ignore_ascii_case(word)
+        {
+            return Err(self.http.fault(
+                AnswerFault::UnknownStatus,
+                format!(
+                    "data quota of endpoint {endpoint}: status {} is `{d}`, the table says `{word}`",
+                    quota.status.id
+                ),
+            ));
         }
         let bad = |what: &str, v: &Value| {
             self.http.fault(
                 AnswerFault::BadValue,
-                format!("data quota of endpoint {endpoint}: {what} {v} is not a non-negative decimal"),
+                format!(
+                    "data quota of endpoint {endpoint}: {what} {v} is not a non-negative decimal"
+                ),
             )
         };
         let left = match &quota.volume {
@@ -817,7 +818,10 @@ mod tests {
         assert_eq!(figure(&v), Some(dec!(100.5)));
         let v: Value = serde_json::from_str("9.5367431640625E-7").unwrap();
         assert_eq!(figure(&v), Some(dec!(0.00000095367431640625)));
-        assert_eq!(figure(&Value::String("0.0009765625".into())), Some(dec!(0.0009765625)));
+        assert_eq!(
+            figure(&Value::String("0.0009765625".into())),
+            Some(dec!(0.0009765625))
+        );
         assert_eq!(figure(&Value::String("-1".into())), None);
         assert_eq!(figure(&Value::String("abc".into())), None);
         assert_eq!(figure(&Value::Null), None);
@@ -831,7 +835,10 @@ mod tests {
         assert_eq!(network_of(3), Some(NetworkStatus::Stopped));
         assert_eq!(network_of(4), Some(NetworkStatus::Online));
         assert_eq!(network_of(5), None);
-        assert_eq!(quota_status_of(3).map(|s| s.0), Some(PackageStatus::Expired));
+        assert_eq!(
+            quota_status_of(3).map(|s| s.0),
+            Some(PackageStatus::Expired)
+        );
         assert_eq!(quota_status_of(0), None);
         assert_eq!(id_of(&Value::String("2".into())), Some(2));
     }
