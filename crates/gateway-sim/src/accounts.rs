@@ -283,12 +283,12 @@ impl Accounts {
         self.with(p, |s| {
             let lock = Duration::from_secs(s.account.change_lock_secs);
             let now = Instant::now();
-            if !lock.is_zero() {
-                if let Some(at) = s.last_change.get(iccid) {
-                    let since = now.duration_since(*at);
-                    if since < lock {
-                        return Err((lock - since).as_secs().max(1));
-                    }
+            if !lock.is_zero()
+                && let Some(at) = s.last_change.get(iccid)
+            {
+                let since = now.duration_since(*at);
+                if since < lock {
+                    return Err((lock - since).as_secs().max(1));
                 }
             }
             s.last_change.retain(|_, at| now.duration_since(*at) < lock);

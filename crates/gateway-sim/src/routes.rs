@@ -365,15 +365,15 @@ async fn get_stats(State(st): State<SimState>) -> Response {
     Json(st.stats()).into_response()
 }
 
-fn protocol_of(name: &str) -> Result<CarrierProtocol, Response> {
+fn protocol_of(name: &str) -> Result<CarrierProtocol, Box<Response>> {
     name.parse::<CarrierProtocol>()
-        .map_err(|e| error(StatusCode::NOT_FOUND, e))
+        .map_err(|e| Box::new(error(StatusCode::NOT_FOUND, e)))
 }
 
 async fn get_account(State(st): State<SimState>, Path(name): Path<String>) -> Response {
     match protocol_of(&name) {
         Ok(p) => Json(st.account(p)).into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -384,7 +384,7 @@ async fn put_account(
 ) -> Response {
     let p = match protocol_of(&name) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match body {
         Ok(Json(patch)) => Json(st.set_account(p, patch)).into_response(),
@@ -403,6 +403,6 @@ async fn expire_tokens(State(st): State<SimState>, Path(name): Path<String>) -> 
             expired: st.expire_tokens(p),
         })
         .into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }

@@ -30,10 +30,10 @@ impl TokenCache {
         Fut: Future<Output = Result<(String, Duration), GatewayError>>,
     {
         let mut current = self.current.lock().await;
-        if let Some(c) = current.as_ref() {
-            if Instant::now() < c.renew_at {
-                return Ok(c.value.clone());
-            }
+        if let Some(c) = current.as_ref()
+            && Instant::now() < c.renew_at
+        {
+            return Ok(c.value.clone());
         }
         let (value, lifetime) = fetch().await?;
         let early = RENEW_BEFORE.min(lifetime / 5);

@@ -268,10 +268,10 @@ impl CarrierHttp {
         };
         let started = Instant::now();
         let result = tokio::time::timeout(self.timeout, async {
-            let resp = req.send().await.map_err(|e| self.from_reqwest(e))?;
+            let resp = req.send().await.map_err(|e| self.transport_error(e))?;
             let status = resp.status().as_u16();
             let headers = resp.headers().clone();
-            let body = resp.bytes().await.map_err(|e| self.from_reqwest(e))?;
+            let body = resp.bytes().await.map_err(|e| self.transport_error(e))?;
             Ok(Answer {
                 status,
                 headers,
@@ -380,7 +380,7 @@ impl CarrierHttp {
         }
     }
 
-    fn from_reqwest(&self, e: reqwest::Error) -> GatewayError {
+    fn transport_error(&self, e: reqwest::Error) -> GatewayError {
         let e = e.without_url();
         if e.is_timeout() {
             GatewayError::Timeout
