@@ -206,14 +206,22 @@ async fn onelink_5_1_a_token_refused_after_renewal_is_auth() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
     let gw = build_adapter(
-        &account(format!("http://{addr}"), &default_credentials(), P.default_limits()),
+        &account(
+            format!("http://{addr}"),
+            &default_credentials(),
+            P.default_limits(),
+        ),
         &ctx(),
     )
     .unwrap();
 
     let e = gw.usage(C, "898600B2").await.unwrap_err();
     assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
-    assert_eq!(TOKENS.load(Ordering::SeqCst), 2, "the first token and one renewal");
+    assert_eq!(
+        TOKENS.load(Ordering::SeqCst),
+        2,
+        "the first token and one renewal"
+    );
     assert_eq!(QUERIES.load(Ordering::SeqCst), 2, "no loop");
 }
 

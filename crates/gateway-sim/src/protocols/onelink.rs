@@ -30,12 +30,12 @@ use super::{Malformed, Refusal, admit, done};
 use crate::SimState;
 use crate::routes::{Injected, retry_after_secs};
 use crate::stats::Outcome;
+use axum::Json;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Json;
 use chrono::{NaiveDateTime, TimeZone};
 use domain::{CarrierProtocol, NetworkStatus, PackageStatus, RealNameStatus};
 use gateway::CallKind;
@@ -82,10 +82,7 @@ type Params = Query<HashMap<String, String>>;
 pub(super) fn routes() -> Router<SimState> {
     Router::new()
         .route("/get/token", get(token).post(token))
-        .route(
-            "/query/sim-real-name-status",
-            get(realname).post(realname),
-        )
+        .route("/query/sim-real-name-status", get(realname).post(realname))
         .route(
             "/query/sim-real-name-status/batch",
             get(realname_batch).post(realname_batch),
@@ -114,8 +111,12 @@ pub(super) fn routes() -> Router<SimState> {
 
 // ---------------------------------------------------------------- answers
 
+/// An answer that ends the handling early, with the outcome for the stats (boxed: an answer is
+/// large).
+type Fail = Box<(Outcome, Response)>;
+
 /// What a handler answers, with the outcome for the stats; `Err` only to use `?`.
-type Answer = Result<(Outcome, Response), (Outcome, Response)>;
+type Answer = Result<(Outcome, Response), Fail>;
 
 fn envelope(status: &str, message: &str, result: Value) -> Response {
     Json(json!({ "status": status, "message": message, "result": result })).into_response()
@@ -125,8 +126,8 @@ fn ok(result: Vec<Value>) -> Response {
     envelope(code::OK, "正确", Value::Array(result))
 }
 
-fn fail(outcome: Outcome, status: &str, message: &str) -> (Outcome, Response) {
-    (outcome, envelope(status, message, json!([])))
+fn fail(outcome: Outcome, status: &str, message: &str) -> Fail {
+    Box::new((outcome, envelope(status, message, json!([]))))
 }
 
 fn throttled(secs: u64) -> Response {
@@ -158,7 +159,7 @@ fn html() -> Response {
 }
 
 /// A request turned away before it was looked at, in the platform's words.
-fn refused(st: &SimState, r: Refusal) -> (Outcome, Response) {
+fn refused(st: &SimState, r: Refusal) -> Fail {
     let resp = match r {
         // The platform's own rate and concurrency limits: HTTP 200 with its code.
         Refusal::OverRate | Refusal::OverConcurrency => {
@@ -177,7 +178,7 @@ fn refused(st: &SimState, r: Refusal) -> (Outcome, Response) {
             Injected::Malformed(_) => html(),
         },
     };
-    (r.outcome(), resp)
+    Box::new((r.outcome(), resp))
 }
 
 /// A request past the platform's door: the scripted malformed answer, if any, and the
@@ -187,7 +188,7 @@ struct Admitted {
     _in_flight: Option<crate::accounts::InFlight>,
 }
 
-async fn enter(st: &SimState, kind: CallKind) -> Result<Admitted, (Outcome, Response)> {
+async fn enter(st: &SimState, kind: CallKind) -> Result<Admitted, Fail> {
     match admit(st, P, kind).await {
         Ok(g) => Ok(Admitted {
             malformed: None,
@@ -203,7 +204,7 @@ async fn enter(st: &SimState, kind: CallKind) -> Result<Admitted, (Outcome, Resp
 
 /// Runs a handler and records its outcome once.
 fn finish(st: &SimState, answer: Answer) -> Response {
-    let (outcome, resp) = answer.unwrap_or_else(|e| e);
+    let (outcome, resp) = answer.unwrap_or_else(|e| *e);
     done(st, outcome);
     resp
 }
@@ -227,7 +228,7 @@ async fn open(
     st: &SimState,
     kind: CallKind,
     q: &HashMap<String, String>,
-) -> Result<Admitted, (Outcome, Response)> {
+) -> Result<Admitted, Fail> {
     let admitted = enter(st, kind).await?;
     let token = param(q, "token").unwrap_or("");
     if st.0.accounts.check_token(P, token) != super::TokenCheck::Valid {
@@ -246,13 +247,13 @@ async fn open(
         ));
     }
     if admitted.malformed == Some(Malformed::Html) {
-        return Err((Outcome::Error, html()));
+        return Err(Box::new((Outcome::Error, html())));
     }
     Ok(admitted)
 }
 
 /// The one card a single-card request names.
-fn one_card(q: &HashMap<String, String>) -> Result<String, (Outcome, Response)> {
+fn one_card(q: &HashMap<String, String>) -> Result<String, Fail> {
     if let Some(i) = param(q, "iccid") {
         return Ok(i.to_owned());
     }
@@ -265,10 +266,7 @@ fn one_card(q: &HashMap<String, String>) -> Result<String, (Outcome, Response)> 
 }
 
 /// The cards of a batch request (`iccids=a_b_c`), within the account's batch limit.
-fn batch_cards(
-    st: &SimState,
-    q: &HashMap<String, String>,
-) -> Result<Vec<String>, (Outcome, Response)> {
+fn batch_cards(st: &SimState, q: &HashMap<String, String>) -> Result<Vec<String>, Fail> {
     let Some(raw) = param(q, "iccids") else {
         let msg = if param(q, "msisdns").is_some() || param(q, "imsis").is_some() {
             "模拟平台仅支持以iccids查询"
@@ -400,12 +398,14 @@ async fn token_answer(st: &SimState, q: &HashMap<String, String>) -> Answer {
         ));
     }
     if admitted.malformed == Some(Malformed::Html) {
-        return Err((Outcome::Error, html()));
+        return Err(Box::new((Outcome::Error, html())));
     }
     let (token, ttl) = st.0.accounts.issue_token(P);
     Ok((
         Outcome::Ok,
-        ok(vec![json!({ "token": token, "ttl": ttl.as_secs().to_string() })]),
+        ok(vec![
+            json!({ "token": token, "ttl": ttl.as_secs().to_string() }),
+        ]),
     ))
 }
 
@@ -420,7 +420,11 @@ async fn realname_answer(st: &SimState, q: &HashMap<String, String>) -> Answer {
     let a = open(st, CallKind::Realname, q).await?;
     let iccid = one_card(q)?;
     let Some(r) = st.0.fleet.realname(&iccid) else {
-        return Err(fail(Outcome::NotFound, code::NO_CARD, "号码不存在或不属于该集团"));
+        return Err(fail(
+            Outcome::NotFound,
+            code::NO_CARD,
+            "号码不存在或不属于该集团",
+        ));
     };
     let word = if a.malformed == Some(Malformed::UnknownStatus) {
         "9"
@@ -471,7 +475,11 @@ async fn usage_answer(st: &SimState, q: &HashMap<String, String>) -> Answer {
         return Err(fail(Outcome::Error, code::UNDOCUMENTED, "未知错误"));
     }
     let Some((_, total)) = st.0.fleet.usage(&iccid, st.current_month()) else {
-        return Err(fail(Outcome::NotFound, code::NO_CARD, "号码不存在或不属于该集团"));
+        return Err(fail(
+            Outcome::NotFound,
+            code::NO_CARD,
+            "号码不存在或不属于该集团",
+        ));
     };
     Ok(single(
         json!({ "dataAmount": kb(total), "apnUseAmountList": [] }),
@@ -516,7 +524,11 @@ async fn status_answer(st: &SimState, q: &HashMap<String, String>) -> Answer {
     let a = open(st, CallKind::Realname, q).await?;
     let iccid = one_card(q)?;
     let Some(n) = st.0.fleet.network(&iccid) else {
-        return Err(fail(Outcome::NotFound, code::NO_CARD, "号码不存在或不属于该集团"));
+        return Err(fail(
+            Outcome::NotFound,
+            code::NO_CARD,
+            "号码不存在或不属于该集团",
+        ));
     };
     let word = if a.malformed == Some(Malformed::UnknownStatus) {
         "3"
@@ -575,7 +587,11 @@ async fn margin_answer(st: &SimState, q: &HashMap<String, String>) -> Answer {
         return Err(fail(Outcome::Error, code::UNDOCUMENTED, "未知错误"));
     }
     let Some(packages) = st.0.fleet.packages(&iccid) else {
-        return Err(fail(Outcome::NotFound, code::NO_CARD, "号码不存在或不属于该集团"));
+        return Err(fail(
+            Outcome::NotFound,
+            code::NO_CARD,
+            "号码不存在或不属于该集团",
+        ));
     };
     let list: Vec<Value> = packages
         .iter()
@@ -642,7 +658,11 @@ async fn change_answer(st: &SimState, q: &HashMap<String, String>) -> Answer {
         return Err(fail(Outcome::Error, code::UNDOCUMENTED, "未知错误"));
     }
     let Some(now) = st.0.fleet.network(&iccid) else {
-        return Err(fail(Outcome::NotFound, code::NO_CARD, "号码不存在或不属于该集团"));
+        return Err(fail(
+            Outcome::NotFound,
+            code::NO_CARD,
+            "号码不存在或不属于该集团",
+        ));
     };
     if now == target_of(kind) {
         return Err(fail(
@@ -708,7 +728,11 @@ async fn change_batch_answer(st: &SimState, q: &HashMap<String, String>) -> Answ
         return Err(fail(Outcome::BadRequest, code::PARAM, "operType取值错误"));
     };
     if param(q, "reason").is_none() {
-        return Err(fail(Outcome::BadRequest, code::PARAM, "停复机原因reason必填"));
+        return Err(fail(
+            Outcome::BadRequest,
+            code::PARAM,
+            "停复机原因reason必填",
+        ));
     }
     if a.malformed == Some(Malformed::UnknownStatus) {
         return Err(fail(Outcome::Error, code::UNDOCUMENTED, "未知错误"));

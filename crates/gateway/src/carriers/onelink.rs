@@ -922,7 +922,10 @@ mod tests {
         (sim, gw)
     }
 
-    async fn wait_done(gw: &OneLink, change: &BatchChange) -> Vec<Result<NetworkStatus, GatewayError>> {
+    async fn wait_done(
+        gw: &OneLink,
+        change: &BatchChange,
+    ) -> Vec<Result<NetworkStatus, GatewayError>> {
         for _ in 0..5 {
             match gw.batch_change_result(change).await.unwrap() {
                 BatchChangeState::Pending => continue,
@@ -937,8 +940,11 @@ mod tests {
         // 2026-03-31 17:00:05 UTC is 2026-04-01 01:00:05 in Beijing.
         let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 31, 17, 0, 5).unwrap());
         let ctx = AdapterContext::new(chrono_tz::UTC, Arc::new(clock));
-        let gw = OneLink::new(&account("http://127.0.0.1:9".into(), P.default_limits()), &ctx)
-            .unwrap();
+        let gw = OneLink::new(
+            &account("http://127.0.0.1:9".into(), P.default_limits()),
+            &ctx,
+        )
+        .unwrap();
         let a = gw.transid();
         let b = gw.transid();
         let prefix = "sim-onelink-appid20260401010005";
@@ -1011,7 +1017,13 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(again, GatewayError::ChangeLocked { retry_after: Some(_), .. }),
+            matches!(
+                again,
+                GatewayError::ChangeLocked {
+                    retry_after: Some(_),
+                    ..
+                }
+            ),
             "{again:?}"
         );
         let v = sim.state().card("898600S1").unwrap();
@@ -1030,7 +1042,10 @@ mod tests {
             .change_status_batch(&cards[..1], NetworkStatus::Online)
             .await
             .unwrap();
-        assert_eq!(wait_done(&gw, &resume).await, vec![Ok(NetworkStatus::Online)]);
+        assert_eq!(
+            wait_done(&gw, &resume).await,
+            vec![Ok(NetworkStatus::Online)]
+        );
         assert_eq!(
             sim.state().card("898600S1").unwrap().network_status,
             NetworkStatus::Online
@@ -1043,7 +1058,8 @@ mod tests {
         };
         let (_sim2, gw2) = sim_and_adapter(small).await;
         assert!(matches!(
-            gw2.change_status_batch(&cards[..2], NetworkStatus::Stopped).await,
+            gw2.change_status_batch(&cards[..2], NetworkStatus::Stopped)
+                .await,
             Err(GatewayError::Unsupported(_))
         ));
         sim.shutdown().await.unwrap();
@@ -1053,7 +1069,10 @@ mod tests {
     async fn onelink_10_3_a_batch_result_naming_another_card_is_never_attributed() {
         let (sim, gw) = sim_and_adapter(P.default_limits()).await;
         sim.state()
-            .upsert_cards(vec![SimCardSpec::new("898600T1"), SimCardSpec::new("898600T2")])
+            .upsert_cards(vec![
+                SimCardSpec::new("898600T1"),
+                SimCardSpec::new("898600T2"),
+            ])
             .unwrap();
         let cards = vec!["898600T1".to_owned(), "898600T2".to_owned()];
         let change = gw
