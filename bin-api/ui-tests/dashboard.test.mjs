@@ -244,6 +244,32 @@ try {
   await page.waitForFunction((id) => !document.querySelector(`[data-rule="${id}"]`), rule.id);
   assert.equal((await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).status, 404);
 
+  step('an admin creates a carrier, keeps its credentials on edit, tests it and disables it');
+  await go('#/carriers', '[data-action="carrier-new"]');
+  await page.click('[data-action="carrier-new"]');
+  await page.fill('#carrier-form input[name="carrier_id"]', '9901');
+  await page.fill('#carrier-form input[name="name"]', 'ui onelink');
+  await page.selectOption('#carrier-form select[name="protocol"]', 'onelink');
+  await page.fill('#carrier-form input[name="base_url"]', 'http://127.0.0.1:9');
+  assert.equal(await page.locator('#carrier-form [data-credential]').count(), 2, 'appid and password');
+  await page.fill('#carrier-form input[name="cred_appid"]', 'ui-app');
+  await page.fill('#carrier-form input[name="cred_password"]', 'S3cr3t-ui-PW');
+  await page.click('[data-action="carrier-save"]');
+  await page.waitForSelector('[data-action="carrier-edit-9901"]');
+  assert.ok(!(await page.content()).includes('S3cr3t-ui-PW'), 'the password is never shown');
+  await page.click('[data-action="carrier-edit-9901"]');
+  assert.equal(await page.inputValue('#carrier-form input[name="cred_password"]'), '', 'blank on edit');
+  await page.fill('#carrier-form input[name="name"]', 'ui onelink 2');
+  await page.click('[data-action="carrier-save"]');
+  await page.waitForSelector('[data-action="carrier-test-9901"]');
+  const carrier = (await api('GET', '/carriers/9901', adminKey)).data;
+  assert.deepEqual([carrier.name, carrier.credential_fields], ['ui onelink 2', ['appid', 'password']]);
+  await page.click('[data-action="carrier-test-9901"]');
+  await page.waitForSelector('[data-test-result="9901"].bad');
+  await page.click('[data-action="carrier-toggle-9901"]');
+  await page.waitForFunction(() => document.querySelector('[data-enabled="9901"]')?.textContent === 'no');
+  await shot('carriers');
+
   for (const p of ['concurrency', 'cleanup', 'audit']) {
     await go('#/' + p, 'h1');
     await page.waitForLoadState('networkidle');
@@ -274,6 +300,8 @@ try {
   assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on configs');
   await go('#/alerts', 'table');
   assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on alerts');
+  await go('#/carriers', 'table');
+  assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on carriers');
   const forged = await page.evaluate(async (id) => {
     const r = await fetch('/api/admin/polling-manual-trigger/single', { method: 'POST',
       headers: { Authorization: 'Bearer ' + sessionStorage.getItem('cmp.key'), 'Content-Type': 'application/json' },

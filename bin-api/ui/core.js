@@ -137,7 +137,7 @@
     }
   };
 
-  CMP.nav = ['overview', 'queues', 'cards', 'configs', 'alerts', 'concurrency', 'cleanup', 'audit'];
+  CMP.nav = ['overview', 'queues', 'cards', 'configs', 'carriers', 'alerts', 'concurrency', 'cleanup', 'audit'];
   CMP.renderChrome = function (name) {
     const logged = !!CMP.session;
     document.getElementById('nav').replaceChildren.apply(document.getElementById('nav'),

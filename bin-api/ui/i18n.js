@@ -52,6 +52,16 @@
     backlog_by_type: 'Due backlog by task type', gateway_chart: 'Gateway calls, errors and throttles',
     oldest_chart: 'Oldest due age (s) by task type', per_minute: 'per minute', per_hour: 'per hour',
     per_day: 'per day', all_types: 'all types',
+    carriers: 'Carriers', protocol: 'Protocol', base_url: 'Base URL', health: 'Health', budget: 'Budget',
+    credentials: 'Credentials', carrier_id: 'Carrier id', new_carrier: 'New carrier',
+    test_connection: 'Test connection', testing: 'Testing…', test_ok: 'Connected',
+    test_failed: 'Failed', in_flight: 'in flight', batch: 'batch', last_ok: 'Last OK',
+    health_unknown: 'no report yet', health_ok: 'ok', health_failing: 'failing',
+    health_auth_failed: 'credentials refused', health_disabled: 'disabled', disabled: 'disabled',
+    rate_limit_per_sec: 'Calls/s', max_concurrent: 'In flight', batch_size: 'Batch size',
+    timeout_ms: 'Timeout (ms)', default_value: 'default', no_credentials: 'none for this protocol',
+    unchanged: 'unchanged',
+    carriers_note: 'Credentials are write-only: they are never shown; leave a field blank to keep it. Health is what the workers last reported.',
   };
   const zh = {
     brand: 'CMP 轮询', pause: '暂停', resume: '继续', logout: '退出',
@@ -103,6 +113,16 @@
     backlog_by_type: '各任务类型到期积压', gateway_chart: '网关调用、错误与限流',
     oldest_chart: '各任务类型最久到期时长（秒）', per_minute: '每分钟', per_hour: '每小时',
     per_day: '每天', all_types: '全部类型',
+    carriers: '运营商平台', protocol: '协议', base_url: '接口地址', health: '健康状态', budget: '调用预算',
+    credentials: '凭据', carrier_id: '运营商 ID', new_carrier: '新建运营商',
+    test_connection: '测试连接', testing: '测试中…', test_ok: '连接成功',
+    test_failed: '失败', in_flight: '并发', batch: '批量', last_ok: '最近成功',
+    health_unknown: '暂无报告', health_ok: '正常', health_failing: '异常',
+    health_auth_failed: '凭据被拒绝', health_disabled: '已停用', disabled: '已停用',
+    rate_limit_per_sec: '每秒调用', max_concurrent: '最大并发', batch_size: '批量大小',
+    timeout_ms: '超时（毫秒）', default_value: '默认', no_credentials: '该协议无需凭据',
+    unchanged: '不修改',
+    carriers_note: '凭据只写不读：从不显示；留空即保留原值。健康状态为各工作节点最近的报告。',
   };
   const dicts = { en: en, 'zh-CN': zh };
   const pick = function () {
