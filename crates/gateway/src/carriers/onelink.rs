@@ -70,7 +70,6 @@ mod code {
     pub(super) const NO_CARD: &str = "11011";
 }
 
-#[derive(Debug)]
 pub(crate) struct OneLink {
     http: CarrierHttp,
     appid: Secret,
@@ -80,6 +79,16 @@ pub(crate) struct OneLink {
     batch_size: usize,
     /// The 8-digit sequence of `transid`, from a random start (several nodes share an appid).
     sequence: AtomicU32,
+}
+
+/// Written out: the token cache's own `Debug` would show the token.
+impl std::fmt::Debug for OneLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OneLink")
+            .field("http", &self.http)
+            .field("batch_size", &self.batch_size)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A batch status change the platform accepted: its job and what it asked.
@@ -953,6 +962,16 @@ mod tests {
         assert!(a[prefix.len()..].bytes().all(|c| c.is_ascii_digit()));
         assert_ne!(a, b, "the sequence moves on");
         assert_eq!(gw.month(), NaiveDate::from_ymd_opt(2026, 4, 1).unwrap());
+    }
+
+    #[tokio::test]
+    async fn onelink_5_3_the_adapter_prints_no_credential_nor_token() {
+        let (sim, gw) = sim_and_adapter(P.default_limits()).await;
+        let token = gw.token().await.unwrap();
+        let shown = format!("{gw:?}");
+        assert!(!shown.contains(&token), "{shown}");
+        assert!(!shown.contains("sim-onelink-password") && !shown.contains("sim-onelink-appid"));
+        sim.shutdown().await.unwrap();
     }
 
     #[test]
