@@ -28,22 +28,57 @@ use task_handlers::Outcome;
 /// What a platform can tell us, as its page in `docs/carriers/` records.
 #[derive(Debug, Clone, Copy)]
 struct Caps {
-    /// The platform reports a real-name (KYC) status of its own.
-    kyc: bool,
+    /// What the platform says of real-name (KYC).
+    kyc: Kyc,
     /// The platform reports packages (offerings, quotas) with their use.
     packages: bool,
     /// The platform authenticates with a token it issues (and lets expire).
     tokens: bool,
 }
 
+/// How a platform answers a real-name query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kyc {
+    /// It reports the card's status.
+    Reported,
+    /// It has no KYC; the cards it sells are registered, so every card it knows is verified.
+    AlwaysVerified,
+    /// It has no KYC and the adapter says so (`Unsupported`): the card is left as it is.
+    Unsupported,
+}
+
 fn caps(p: CarrierProtocol) -> Caps {
     match p {
-        CarrierProtocol::CmpJson => Caps { kyc: true, packages: true, tokens: false },
-        CarrierProtocol::OneLink => Caps { kyc: true, packages: true, tokens: true },
-        CarrierProtocol::Ctcc5gcmp => Caps { kyc: true, packages: true, tokens: false },
-        CarrierProtocol::ControlCenter => Caps { kyc: false, packages: false, tokens: false },
-        CarrierProtocol::OneNce => Caps { kyc: false, packages: true, tokens: true },
-        CarrierProtocol::Emnify => Caps { kyc: false, packages: false, tokens: true },
+        CarrierProtocol::CmpJson => Caps {
+            kyc: Kyc::Reported,
+            packages: true,
+            tokens: false,
+        },
+        CarrierProtocol::OneLink => Caps {
+            kyc: Kyc::Reported,
+            packages: true,
+            tokens: true,
+        },
+        CarrierProtocol::Ctcc5gcmp => Caps {
+            kyc: Kyc::Reported,
+            packages: true,
+            tokens: false,
+        },
+        CarrierProtocol::ControlCenter => Caps {
+            kyc: Kyc::Unsupported,
+            packages: false,
+            tokens: false,
+        },
+        CarrierProtocol::OneNce => Caps {
+            kyc: Kyc::AlwaysVerified,
+            packages: true,
+            tokens: true,
+        },
+        CarrierProtocol::Emnify => Caps {
+            kyc: Kyc::AlwaysVerified,
+            packages: true,
+            tokens: true,
+        },
     }
 }
 
@@ -74,7 +109,10 @@ fn fixed_usage(w: &World, card: CardId, total: Decimal) {
 
 /// Every credential value of the sim's account for `p`: none may show in any text we produce.
 fn secrets(p: CarrierProtocol) -> Vec<String> {
-    SimAccount::default_for(p).credentials.into_values().collect()
+    SimAccount::default_for(p)
+        .credentials
+        .into_values()
+        .collect()
 }
 
 fn assert_no_secret(p: CarrierProtocol, text: &str) {
@@ -87,40 +125,55 @@ fn assert_no_secret(p: CarrierProtocol, text: &str) {
 async fn realname_change(p: CarrierProtocol) {
     let (w, _) = world(p).await;
     let card = w.card(CardSpec::new(100).not_real_named()).await;
-    if caps(p).kyc {
-        patch(
-            &w,
-            card,
-            SimCardPatch {
-                real_name_status: Some(RealNameStatus::Verified),
-                ..Default::default()
-            },
-        );
-        assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
-        assert_eq!(
-            w.db_card(card).await.real_name_status,
-            RealNameStatus::Verified
-        );
-        // And back: the carrier withdraws it.
-        patch(
-            &w,
-            card,
-            SimCardPatch {
-                real_name_status: Some(RealNameStatus::NotVerified),
-                ..Default::default()
-            },
-        );
-        assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
-        assert_eq!(
-            w.db_card(card).await.real_name_status,
-            RealNameStatus::NotVerified
-        );
-    } else {
-        // No KYC on the platform: the adapter says so, and the card is left as it is.
-        let outcome = w.handle(TaskType::Realname, card).await;
-        let c = w.db_card(card).await;
-        assert_eq!(c.real_name_status, RealNameStatus::NotVerified, "{outcome:?}");
-        assert_eq!(c.network_status, NetworkStatus::Online, "nothing stopped");
+    match caps(p).kyc {
+        Kyc::Reported => {
+            patch(
+                &w,
+                card,
+                SimCardPatch {
+                    real_name_status: Some(RealNameStatus::Verified),
+                    ..Default::default()
+                },
+            );
+            assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+            assert_eq!(
+                w.db_card(card).await.real_name_status,
+                RealNameStatus::Verified
+            );
+            // And back: the carrier withdraws it.
+            patch(
+                &w,
+                card,
+                SimCardPatch {
+                    real_name_status: Some(RealNameStatus::NotVerified),
+                    ..Default::default()
+                },
+            );
+            assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+            assert_eq!(
+                w.db_card(card).await.real_name_status,
+                RealNameStatus::NotVerified
+            );
+        }
+        Kyc::AlwaysVerified => {
+            assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+            assert_eq!(
+                w.db_card(card).await.real_name_status,
+                RealNameStatus::Verified
+            );
+        }
+        Kyc::Unsupported => {
+            // Nothing known, nothing written, the card left as it is and asked again later.
+            assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Skipped);
+            let c = w.db_card(card).await;
+            assert_eq!(c.real_name_status, RealNameStatus::NotVerified);
+            assert_eq!(c.network_status, NetworkStatus::Online, "nothing stopped");
+            let due = w
+                .score(card, TaskType::Realname)
+                .await
+                .expect("still queued");
+            assert!(due >= w.at(3000), "rechecked after a long pause, not spun");
+        }
     }
 }
 
@@ -185,7 +238,10 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
         (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
     );
     let view = w.sim.state().card(&iccid(card.get())).expect("sim card");
-    assert_eq!((view.stop_calls, view.network_status), (1, NetworkStatus::Stopped));
+    assert_eq!(
+        (view.stop_calls, view.network_status),
+        (1, NetworkStatus::Stopped)
+    );
 
     // Polled again: already stopped, no second stop.
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
@@ -206,6 +262,23 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
         renewal.external_id = Some("P-2".into());
         w.add_package(renewal).await;
     }
+    if p == CarrierProtocol::OneLink {
+        // OneLink refuses a second status change of a card within minutes (the change lock):
+        // the resume is refused, the card stays stopped as the carrier has it, and the next
+        // evaluation after the lock resumes it.
+        assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Failure);
+        let c = w.db_card(card).await;
+        assert_eq!(c.network_status, NetworkStatus::Stopped, "no second decision");
+        let view = w.sim.state().card(&iccid(card.get())).expect("sim card");
+        assert_eq!((view.start_calls, view.starts_applied), (1, 0));
+        w.sim.state().set_account(
+            p,
+            SimAccountPatch {
+                change_lock_secs: Some(0),
+                ..Default::default()
+            },
+        );
+    }
     assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Success);
     let c = w.db_card(card).await;
     assert_eq!(
@@ -214,7 +287,11 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
         "resumed after the renewal"
     );
     let view = w.sim.state().card(&iccid(card.get())).expect("sim card");
-    assert_eq!((view.start_calls, view.network_status), (1, NetworkStatus::Online));
+    assert_eq!(
+        (view.starts_applied, view.network_status),
+        (1, NetworkStatus::Online),
+        "resumed once"
+    );
 }
 
 /// The platform's own rate limit: the poll over it fails, is retried later, and writes nothing.
@@ -295,7 +372,10 @@ async fn server_error_and_html_answer(p: CarrierProtocol) {
     let (w, router) = world(p).await;
     let card = w.card(CardSpec::new(105)).await;
     fixed_usage(&w, card, dec!(5));
-    for step in [ScriptStep::Status(503), ScriptStep::Malformed(Malformed::Html)] {
+    for step in [
+        ScriptStep::Status(503),
+        ScriptStep::Malformed(Malformed::Html),
+    ] {
         if p == CarrierProtocol::CmpJson && matches!(step, ScriptStep::Malformed(_)) {
             continue;
         }
@@ -304,7 +384,11 @@ async fn server_error_and_html_answer(p: CarrierProtocol) {
             call: Some(CallKind::Usage),
         });
         let before = w.db_card(card).await;
-        assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Failure, "{step:?}");
+        assert_eq!(
+            w.handle(TaskType::Carddata, card).await,
+            Outcome::Failure,
+            "{step:?}"
+        );
         let after = w.db_card(card).await;
         assert_eq!(after.usage, before.usage, "{step:?}: nothing written");
         w.sim.state().set_script(Script::default());
