@@ -57,11 +57,12 @@
     const showCredentials = function () {
       const fields = FIELDS[protocol.value] || [];
       const keep = !isNew && protocol.value === c.protocol;
-      creds.replaceChildren(t('credentials') + ':', fields.length === 0 ? h('span', { class: 'muted' }, t('no_credentials'))
+      const inputs = fields.length === 0 ? [h('span', { class: 'muted' }, t('no_credentials'))]
         : fields.map(function (f) {
           return h('label', null, f + ' ', h('input', { name: 'cred_' + f, type: 'password', autocomplete: 'new-password',
             'data-credential': f, placeholder: keep ? t('unchanged') : '', size: 18 }));
-        }));
+        });
+      creds.replaceChildren.apply(creds, [t('credentials') + ':'].concat(inputs));
     };
     protocol.addEventListener('change', showCredentials);
     const form = h('form', { id: 'carrier-form', onsubmit: async function (e) {
