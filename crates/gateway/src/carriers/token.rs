@@ -10,12 +10,18 @@ use tokio::sync::Mutex;
 /// that no call goes out with a token about to lapse in flight.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct TokenCache {
     current: Mutex<Option<Cached>>,
 }
 
-#[derive(Debug)]
+/// Never shows the token.
+impl std::fmt::Debug for TokenCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenCache(***)")
+    }
+}
+
 struct Cached {
     value: String,
     renew_at: Instant,
