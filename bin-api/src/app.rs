@@ -32,6 +32,8 @@ pub(crate) struct AppState {
     pub(crate) audit: Arc<dyn AdminAuditStore>,
     /// Monitoring, concurrency, alerts, cleanup, history (issue 14).
     pub(crate) ops: crate::ops_state::OpsServices,
+    /// Operators' stops and starts go to the card's carrier's adapter (`tb_carrier`).
+    pub(crate) carriers: Arc<gateway::carriers::CarrierRouter>,
 }
 
 /// The admin routes and their OpenAPI document.

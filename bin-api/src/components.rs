@@ -6,6 +6,7 @@ use crate::auth::Authenticator;
 use admin::{Admin, AdminParts, AdminStores};
 use anyhow::Context;
 use domain::{Clock, SystemClock};
+use gateway::carriers::{AdapterContext, CarrierRouter};
 use gateway::{GatewayConfig, HttpGateway};
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
@@ -43,12 +44,21 @@ pub(crate) fn state(
     let mut gateway_config = GatewayConfig::new(settings.gateway_url.clone());
     gateway_config.timeout = settings.gateway_timeout;
     gateway_config.rate_limit_per_sec = settings.gateway_rate_limit;
+    let limiter = Arc::new(RedisRateLimiter::new(redis.clone(), keys.clone()));
+    let mut adapters =
+        AdapterContext::new(settings.timezone, clock.clone()).with_limiter(limiter.clone());
+    adapters.max_rate_wait = gateway_config.max_rate_wait;
+    adapters.retry = gateway_config.retry.clone();
+    // The carriers are read after start (`CarrierRouter::refresh`): an operator's stop through
+    // a carrier whose timeout is longer than CMP_GATEWAY_TIMEOUT_MS is cut off at this bound
+    // (its intent closes `interrupted` and the next evaluation asks again).
     let command_bound = gateway_config.command_bound();
-    let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
-    let gateway: Arc<dyn gateway::CarrierGateway> = Arc::new(
-        HttpGateway::new(gateway_config, Some(Arc::new(limiter)))
+    let default: Arc<dyn gateway::CarrierGateway> = Arc::new(
+        HttpGateway::new(gateway_config, Some(limiter))
             .context("build the gateway client (CMP_GATEWAY_URL)")?,
     );
+    let carriers = Arc::new(CarrierRouter::new(default, adapters));
+    let gateway: Arc<dyn gateway::CarrierGateway> = carriers.clone();
     let ops = crate::ops_state::build(crate::ops_state::OpsParts {
         settings,
         stores: &stores,
@@ -102,6 +112,7 @@ pub(crate) fn state(
             auth: Authenticator::new(stores.api_keys.clone()),
             audit: stores.admin_audit.clone(),
             ops,
+            carriers,
         },
         configs,
     ))

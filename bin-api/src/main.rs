@@ -69,12 +69,28 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
     }
 }
 
+/// How often a replica looks for a changed carrier configuration.
+const CARRIERS_FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 async fn serve(settings: Settings) -> anyhow::Result<()> {
     let metrics = ops::install_metrics()?;
     let db = ops::connect_database(&settings).await?;
     let redis = ops::connect_redis(&settings).await?;
     let shutdown = ops::shutdown_token();
     let (state, configs) = components::state(&settings, db.clone(), redis.clone(), None)?;
+    // Operators' stops and starts go to each card's carrier: read the carriers before serving,
+    // then follow their changes.
+    let carrier_store = store::Stores::new(db.clone()).carriers;
+    if let Err(e) = state.carriers.refresh(carrier_store.as_ref()).await {
+        // Not migrated yet, or PostgreSQL away: the follower below retries every few seconds;
+        // until then every card uses CMP_GATEWAY_URL.
+        tracing::warn!(error = %e, "cannot read the carriers at start");
+    }
+    let carriers = tokio::spawn(state.carriers.clone().follow(
+        carrier_store,
+        CARRIERS_FOLLOW_EVERY,
+        shutdown.clone(),
+    ));
     let loaded = configs.start().await.context("load polling configs")?;
     tracing::info!(configs = loaded, "polling configs loaded");
     let refresher = configs
@@ -88,6 +104,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let health = ops::health_router(readiness, metrics);
     ops::serve(settings.api_bind, app::app(state, health), shutdown).await?;
     let _ = refresher.await;
+    carriers.abort();
     tracing::info!("api stopped");
     Ok(())
 }

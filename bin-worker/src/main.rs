@@ -3,6 +3,7 @@
 
 mod admin_jobs;
 mod budget;
+mod carriers;
 mod check;
 mod check_job;
 mod components;

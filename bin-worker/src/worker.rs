@@ -38,11 +38,21 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     // Initialises the queues at start when needed, and again whenever they are lost.
     let watchdog = InitWatchdog::new(c.initializer.clone(), WATCH_EVERY);
     let probe = watchdog.clone();
-    let readiness =
-        ops::Readiness::new(c.db.clone(), c.redis.clone()).with_probe("queues", move || {
+    // Every card's calls go to its carrier's adapter (`tb_carrier`); carriers without a row
+    // speak the project's own protocol at CMP_GATEWAY_URL.
+    let http = Arc::new(c.gateway()?);
+    let (carriers, accounts) = crate::carriers::router(&c, http.clone()).await?;
+    let command_bound = gateway::carriers::command_bound(http.config(), &accounts);
+    let carriers_task = crate::carriers::spawn(&c, carriers.clone(), shutdown.clone());
+    let readiness = ops::Readiness::new(c.db.clone(), c.redis.clone())
+        .with_probe("queues", move || {
             let probe = probe.clone();
             async move { probe.readiness().await }
-        });
+        })
+        .with_detail(
+            "carriers",
+            crate::carriers::readiness_detail(carriers.clone()),
+        );
     let health = tokio::spawn(ops::serve(
         c.settings.worker_bind,
         ops::health_router(readiness, metrics),
@@ -55,10 +65,9 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
-    let http = Arc::new(c.gateway()?);
     let gateway: Arc<dyn gateway::CarrierGateway> =
         Arc::new(admin::gateway_counts::CountingGateway::new(
-            http.clone(),
+            carriers.clone(),
             polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
             c.clock.clone(),
         ));
@@ -67,7 +76,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         devices: c.stores.devices.clone(),
         packages: c.stores.packages.clone(),
         gateway: gateway.clone(),
-        stop_resume: c.stop_resume(gateway, http.config().command_bound()),
+        stop_resume: c.stop_resume(gateway, command_bound),
         configs: c.configs.clone(),
         queue: c.queue.clone(),
         semaphore: c.semaphore(),
@@ -120,6 +129,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     init.abort();
     watch.abort();
     follow_clock.abort();
+    carriers_task.abort();
     let _ = refresher.await;
     health.await.context("health server task")??;
     tracing::info!(

@@ -13,8 +13,8 @@ use domain::{
     NetworkStatus, NewDevice, NewPackageUsage, PackageOwner, PackageStatus, PackageUsage,
     PollingConfigInput, RealNameStatus, ResetCycle, StopReason, TaskType,
 };
-use fred::clients::Pool;
 use domain::{CarrierAccount, CarrierId, CarrierLimits, CarrierProtocol, Credentials};
+use fred::clients::Pool;
 use gateway::carriers::{AdapterContext, CarrierRouter};
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
 use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
