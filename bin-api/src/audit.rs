@@ -65,7 +65,10 @@ const CARRIER_FIELDS: &[&str] = &[
     "name",
     "protocol",
     "base_url",
-    "limits",
+    "rate_limit_per_sec",
+    "max_concurrent",
+    "batch_size",
+    "timeout_ms",
     "enabled",
 ];
 
@@ -177,7 +180,7 @@ mod tests {
         let body = Bytes::from(
             r#"{"carrier_id":4,"name":"cm","protocol":"onelink","base_url":"http://x",
                "credentials":{"appid":"A-pp","password":"S3cr3t"},"password":"S3cr3t-too",
-               "limits":{"batch_size":5}}"#,
+               "batch_size":5}"#,
         );
         let e = entry(
             None,
@@ -195,7 +198,7 @@ mod tests {
             serde_json::json!(["appid", "password"])
         );
         assert_eq!(e.summary["other_fields"], serde_json::json!(["password"]));
-        assert_eq!(e.summary["limits"]["batch_size"], 5);
+        assert_eq!(e.summary["batch_size"], 5);
         let e = entry(
             None,
             &Method::PUT,

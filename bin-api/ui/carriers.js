@@ -71,10 +71,10 @@
       const credentials = {};
       let any = false;
       fields.forEach(function (f) { const v = form['cred_' + f].value; credentials[f] = v; if (v !== '') any = true; });
-      const limits = {};
-      LIMITS.forEach(function (n) { const v = form[n].value.trim(); if (v !== '') limits[n] = Number(v); });
       const body = { name: form.name.value.trim(), protocol: protocol.value, base_url: form.base_url.value.trim(),
-        limits: limits, enabled: form.enabled.checked };
+        enabled: form.enabled.checked };
+      // A blank limit takes the protocol's default.
+      LIMITS.forEach(function (n) { const v = form[n].value.trim(); if (v !== '') body[n] = Number(v); });
       // Blank on edit with the same protocol: the stored credentials are kept.
       if (isNew || any || protocol.value !== c.protocol) body.credentials = credentials;
       let x;

@@ -94,7 +94,7 @@ async fn credentials_are_write_only() {
             "/api/admin/carriers/7",
             Some(ADMIN),
             Some(json!({"name": "renamed", "protocol": "onelink",
-                "base_url": "http://127.0.0.1:9/v5", "limits": {"batch_size": 5}})),
+                "base_url": "http://127.0.0.1:9/v5", "batch_size": 5})),
         )
         .await;
     let updated = a.ok(StatusCode::OK).clone();
@@ -194,8 +194,8 @@ async fn roles_validation_conflicts_and_404() {
         ("base_url", json!("ftp://x"), "/base_url"),
         ("name", json!(" "), "/name"),
         ("carrier_id", json!(0), "/carrier_id"),
-        ("limits", json!({"batch_size": 0}), "/limits/batch_size"),
-        ("limits", json!({"timeout_ms": 50}), "/limits/timeout_ms"),
+        ("batch_size", json!(0), "/batch_size"),
+        ("timeout_ms", json!(50), "/timeout_ms"),
     ] {
         let mut bad = body.clone();
         bad[field] = value;

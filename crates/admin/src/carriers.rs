@@ -30,22 +30,14 @@ pub const MAX_CREDENTIAL_LEN: usize = 4096;
 /// operator waits for the answer, and so does the API's request timeout).
 pub const MAX_TEST_DURATION: Duration = Duration::from_secs(8);
 
-/// A carrier's call budget in a request: an absent field takes the protocol's default
+/// A carrier's call budget as a request gives it: an absent field takes the protocol's default
 /// (`CarrierProtocol::default_limits`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct LimitsBody {
-    /// Calls per second shared by every node; 0 = no limit. 0..=100000.
-    #[schema(maximum = 100000)]
-    pub rate_limit_per_sec: Option<u32>,
-    /// Calls in flight per process; 0 = no limit. 0..=10000.
-    #[schema(maximum = 10000)]
-    pub max_concurrent: Option<u32>,
-    /// Most cards one batch call carries. 1..=1000.
-    #[schema(minimum = 1, maximum = 1000)]
-    pub batch_size: Option<u32>,
-    /// Bound of one HTTP request in milliseconds. 100..=120000.
-    #[schema(minimum = 100, maximum = 120000)]
-    pub timeout_ms: Option<u32>,
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct LimitsBody {
+    rate_limit_per_sec: Option<u32>,
+    max_concurrent: Option<u32>,
+    batch_size: Option<u32>,
+    timeout_ms: Option<u32>,
 }
 
 impl LimitsBody {
@@ -69,7 +61,7 @@ fn yes() -> bool {
 #[schema(example = json!({"carrier_id": 1, "name": "China Mobile OneLink",
     "protocol": "onelink", "base_url": "https://api.iot.10086.cn/v5/ec",
     "credentials": {"appid": "your-appid", "password": "your-password"},
-    "limits": {"rate_limit_per_sec": 20}, "enabled": true}))]
+    "rate_limit_per_sec": 20, "enabled": true}))]
 pub struct NewCarrierBody {
     /// The `carrier_id` of the cards this carrier serves (`tb_iot_card.carrier_id`).
     #[schema(minimum = 1)]
@@ -85,9 +77,22 @@ pub struct NewCarrierBody {
     /// api_key; `1nce` client_id, client_secret; `emnify` application_token. Write-only.
     #[schema(value_type = HashMap<String, String>)]
     pub credentials: Value,
-    /// Absent fields take the protocol's defaults.
+    /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
     #[serde(default)]
-    pub limits: LimitsBody,
+    #[schema(maximum = 100000)]
+    pub rate_limit_per_sec: Option<u32>,
+    /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
+    #[serde(default)]
+    #[schema(maximum = 10000)]
+    pub max_concurrent: Option<u32>,
+    /// Most cards one batch call carries. Absent: the protocol's default.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub batch_size: Option<u32>,
+    /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
+    #[serde(default)]
+    #[schema(minimum = 100, maximum = 120000)]
+    pub timeout_ms: Option<u32>,
     #[serde(default = "yes")]
     pub enabled: bool,
 }
@@ -96,7 +101,7 @@ pub struct NewCarrierBody {
 /// credentials, which are kept when absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"name": "China Mobile OneLink", "protocol": "onelink",
-    "base_url": "https://api.iot.10086.cn/v5/ec", "limits": {"rate_limit_per_sec": 20},
+    "base_url": "https://api.iot.10086.cn/v5/ec", "rate_limit_per_sec": 20,
     "enabled": true}))]
 pub struct CarrierBody {
     #[schema(min_length = 1, max_length = 100)]
@@ -109,12 +114,41 @@ pub struct CarrierBody {
     #[serde(default)]
     #[schema(value_type = Option<HashMap<String, String>>)]
     pub credentials: Option<Value>,
-    /// Absent fields take the protocol's defaults.
+    /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
     #[serde(default)]
-    pub limits: LimitsBody,
+    #[schema(maximum = 100000)]
+    pub rate_limit_per_sec: Option<u32>,
+    /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
+    #[serde(default)]
+    #[schema(maximum = 10000)]
+    pub max_concurrent: Option<u32>,
+    /// Most cards one batch call carries. Absent: the protocol's default.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub batch_size: Option<u32>,
+    /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
+    #[serde(default)]
+    #[schema(minimum = 100, maximum = 120000)]
+    pub timeout_ms: Option<u32>,
     #[serde(default = "yes")]
     pub enabled: bool,
 }
+
+macro_rules! limits_of {
+    ($($body:ty),*) => {$(
+        impl $body {
+            fn limits(&self) -> LimitsBody {
+                LimitsBody {
+                    rate_limit_per_sec: self.rate_limit_per_sec,
+                    max_concurrent: self.max_concurrent,
+                    batch_size: self.batch_size,
+                    timeout_ms: self.timeout_ms,
+                }
+            }
+        }
+    )*};
+}
+limits_of!(NewCarrierBody, CarrierBody);
 
 /// `PATCH /carriers/{carrier_id}/status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -193,10 +227,10 @@ fn pointer_of(message: &str) -> &'static str {
         ("name", "/name"),
         ("base_url", "/base_url"),
         ("credentials", "/credentials"),
-        ("batch_size", "/limits/batch_size"),
-        ("timeout_ms", "/limits/timeout_ms"),
-        ("rate_limit_per_sec", "/limits/rate_limit_per_sec"),
-        ("max_concurrent", "/limits/max_concurrent"),
+        ("batch_size", "/batch_size"),
+        ("timeout_ms", "/timeout_ms"),
+        ("rate_limit_per_sec", "/rate_limit_per_sec"),
+        ("max_concurrent", "/max_concurrent"),
         ("protocol", "/protocol"),
     ];
     FIELDS
@@ -361,7 +395,7 @@ impl CarrierService {
             protocol: body.protocol,
             base_url: body.base_url.trim().to_owned(),
             credentials: Some(credentials),
-            limits: body.limits.resolve(body.protocol),
+            limits: body.limits().resolve(body.protocol),
             enabled: body.enabled,
         };
         validate(&input)?;
@@ -418,7 +452,7 @@ impl CarrierService {
             protocol: body.protocol,
             base_url: body.base_url.trim().to_owned(),
             credentials,
-            limits: body.limits.resolve(body.protocol),
+            limits: body.limits().resolve(body.protocol),
             enabled: body.enabled,
         };
         validate(&input)?;
@@ -527,10 +561,7 @@ mod tests {
 
     #[test]
     fn validation_messages_name_their_field() {
-        assert_eq!(
-            pointer_of("batch_size must be 1..=1000"),
-            "/limits/batch_size"
-        );
+        assert_eq!(pointer_of("batch_size must be 1..=1000"), "/batch_size");
         assert_eq!(pointer_of("credentials: onelink needs ..."), "/credentials");
         assert_eq!(pointer_of("base_url must be ..."), "/base_url");
         assert_eq!(pointer_of("name must have ..."), "/name");
