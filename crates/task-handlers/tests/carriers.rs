@@ -268,7 +268,11 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
         // evaluation after the lock resumes it.
         assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Failure);
         let c = w.db_card(card).await;
-        assert_eq!(c.network_status, NetworkStatus::Stopped, "no second decision");
+        assert_eq!(
+            c.network_status,
+            NetworkStatus::Stopped,
+            "no second decision"
+        );
         let view = w.sim.state().card(&iccid(card.get())).expect("sim card");
         assert_eq!((view.start_calls, view.starts_applied), (1, 0));
         w.sim.state().set_account(
