@@ -18,6 +18,7 @@ pub mod alert_metrics;
 pub mod alerts;
 mod audit;
 mod cards;
+mod carrier_body;
 pub mod carriers;
 pub mod cleanup;
 mod cleanup_run;
