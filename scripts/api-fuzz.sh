@@ -81,8 +81,11 @@ curl -fsS "$url/api/openapi.json" >"$logs/openapi.json"
 openapi-spec-validator "$logs/openapi.json"
 
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
+# `POST /carriers/{carrier_id}/test` calls the carrier's base URL, which generated bodies set to
+# any host: it is left out so that the fuzzer never makes the API reach beyond this machine
+# (bin-api's tests cover it against a closed port and gateway-sim).
 common=(--url "$url" --header "Authorization: Bearer $key" --request-timeout 10 --workers 1
-    --no-color)
+    --no-color --exclude-path-regex '/carriers/[^/]+/test$')
 
 left=$(( deadline - $(date +%s) - stateful_secs ))
 echo "api-fuzz: $url, $examples examples per operation, at most $left s, then the stateful phase"
