@@ -1,5 +1,7 @@
 #![allow(dead_code, unreachable_pub)]
 
+pub mod carriers;
+
 use gateway::{GatewayConfig, HttpGateway, RetryPolicy};
 use gateway_sim::{SimCardSpec, SimHandle, SimOptions, SimServer};
 use std::time::Duration;
