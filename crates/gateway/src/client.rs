@@ -30,12 +30,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
-/// A month total no SIM card can reach (a petabyte): an answer beyond it is refused as
-/// undecodable rather than counted (it would overflow the deduction arithmetic and stop the
-/// card on nonsense).
-const MAX_MONTH_TOTAL_MB: domain::Megabytes =
-    domain::Megabytes::from_parts(1_000_000_000, 0, 0, false, 0);
-
 mod budget;
 mod retry;
 pub use retry::RetryPolicy;
@@ -317,7 +311,7 @@ fn from_reqwest(e: reqwest::Error) -> GatewayError {
 }
 
 /// The error and its causes on one line: reqwest's own message hides the interesting part.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
@@ -355,15 +349,13 @@ impl CarrierGateway for HttpGateway {
         check_iccid(CallKind::Usage, iccid, &a.iccid)?;
         let month = parse_month(&a.month)
             .ok_or_else(|| GatewayError::Decode(format!("bad month `{}`", a.month)))?;
-        if a.month_total_mb > MAX_MONTH_TOTAL_MB {
-            return Err(GatewayError::Decode(format!(
-                "month total {} MB is beyond what a card can use ({MAX_MONTH_TOTAL_MB} MB)",
-                a.month_total_mb
-            )));
-        }
+        // Beyond a petabyte the answer is refused rather than counted: it would overflow the
+        // deduction arithmetic and stop the card on nonsense.
+        let month_total_mb = crate::carriers::units::check_month_total(a.month_total_mb)
+            .map_err(GatewayError::Decode)?;
         Ok(MonthUsage {
             month,
-            month_total_mb: a.month_total_mb,
+            month_total_mb,
         })
     }
 

@@ -17,6 +17,7 @@
 //! `cmp_carrier_answer_errors_total{carrier, protocol, kind}` for answers not understood.
 
 use crate::carriers::AdapterContext;
+use crate::client::error_chain;
 use crate::{AnswerFault, GatewayError, RetryPolicy};
 use domain::{CallClass, CarrierAccount, CarrierId, CarrierProtocol, RateLimiter};
 use reqwest::header::HeaderMap;
@@ -388,16 +389,4 @@ impl CarrierHttp {
             GatewayError::Transport(self.scrub(&error_chain(&e)))
         }
     }
-}
-
-/// The error and its causes on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
