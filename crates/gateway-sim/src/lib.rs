@@ -28,6 +28,7 @@ mod accounts;
 mod control;
 mod faults;
 mod fleet;
+mod inject;
 pub mod protocols;
 mod routes;
 mod stats;
