@@ -25,6 +25,7 @@
 //! error rate (503), and finally the card (404 when unknown).
 
 mod accounts;
+mod cards;
 mod control;
 mod faults;
 mod fleet;
