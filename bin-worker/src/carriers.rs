@@ -17,26 +17,18 @@ use tracing::warn;
 pub(crate) const FOLLOW_EVERY: Duration = Duration::from_secs(5);
 
 /// The router over the carriers configured now; carriers without a row use `default`.
-pub(crate) async fn router(
-    c: &Components,
-    default: Arc<HttpGateway>,
-) -> anyhow::Result<(Arc<CarrierRouter>, Vec<domain::CarrierAccount>)> {
+pub(crate) async fn router(c: &Components, default: Arc<HttpGateway>) -> Arc<CarrierRouter> {
     let limiter = RedisRateLimiter::new(c.redis.clone(), c.keys.clone());
     let mut ctx =
         AdapterContext::new(c.settings.timezone, c.clock.clone()).with_limiter(Arc::new(limiter));
     ctx.max_rate_wait = default.config().max_rate_wait;
     ctx.retry = default.config().retry.clone();
     let router = Arc::new(CarrierRouter::new(default, ctx));
-    let accounts = match c.stores.carriers.all().await {
-        Ok(a) => a,
-        Err(e) => {
-            // The follower retries every few seconds; until then every card uses the default.
-            warn!(error = %e, "cannot read the carriers at start");
-            Vec::new()
-        }
-    };
-    router.apply(accounts.clone());
-    Ok((router, accounts))
+    if let Err(e) = router.refresh(c.stores.carriers.as_ref()).await {
+        // The follower retries every few seconds; until then every card uses the default.
+        warn!(error = %e, "cannot read the carriers at start");
+    }
+    router
 }
 
 /// Follows `tb_carrier` and publishes each carrier's health every [`FOLLOW_EVERY`].

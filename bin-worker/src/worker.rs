@@ -41,8 +41,8 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     // Every card's calls go to its carrier's adapter (`tb_carrier`); carriers without a row
     // speak the project's own protocol at CMP_GATEWAY_URL.
     let http = Arc::new(c.gateway()?);
-    let (carriers, accounts) = crate::carriers::router(&c, http.clone()).await?;
-    let command_bound = gateway::carriers::command_bound(http.config(), &accounts);
+    let carriers = crate::carriers::router(&c, http.clone()).await;
+    let command_bound = gateway::carriers::command_bound(http.config(), &carriers.accounts());
     let carriers_task = crate::carriers::spawn(&c, carriers.clone(), shutdown.clone());
     let readiness = ops::Readiness::new(c.db.clone(), c.redis.clone())
         .with_probe("queues", move || {

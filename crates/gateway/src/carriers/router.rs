@@ -44,7 +44,11 @@ pub struct CarrierRouter {
     ctx: AdapterContext,
     routes: RwLock<Arc<HashMap<CarrierId, Arc<Route>>>>,
     tallies: Mutex<HashMap<CarrierId, Tally>>,
+    /// The store's version the installed configuration was read at (`CarrierStore::version`).
+    applied: Mutex<Option<StoreVersion>>,
 }
+
+type StoreVersion = (Option<DateTime<Utc>>, u64);
 
 impl std::fmt::Debug for CarrierRouter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -54,9 +58,6 @@ impl std::fmt::Debug for CarrierRouter {
     }
 }
 
-/// What [`CarrierRouter::health`] reports for `/readyz` and the carrier page.
-pub type RouterHealth = Vec<CarrierHealth>;
-
 impl CarrierRouter {
     /// `default`: the gateway of carriers without a configuration row.
     pub fn new(default: Arc<dyn CarrierGateway>, ctx: AdapterContext) -> Self {
@@ -65,6 +66,7 @@ impl CarrierRouter {
             ctx,
             routes: RwLock::new(Arc::new(HashMap::new())),
             tallies: Mutex::new(HashMap::new()),
+            applied: Mutex::new(None),
         }
     }
 
@@ -110,35 +112,31 @@ impl CarrierRouter {
         failed
     }
 
-    /// Reads the carriers from `store` once and installs them.
+    /// Reads the carriers from `store` once and installs them, unless the store's version is
+    /// the one installed.
     pub async fn refresh(&self, store: &dyn CarrierStore) -> Result<(), domain::StoreError> {
+        // The version first: a change landing between the two reads is read again next time.
+        let version = store.version().await?;
+        if *self.applied.lock().unwrap_or_else(|p| p.into_inner()) == Some(version) {
+            return Ok(());
+        }
         let accounts = store.all().await?;
         self.apply(accounts);
+        *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(version);
         Ok(())
     }
 
-    /// Reads the carriers from `store` now and then (every `every`), applying a change as soon
-    /// as the store's version moves. Runs until `shutdown`.
+    /// [`refresh`](Self::refresh) every `every` until `shutdown`; a failed read keeps the
+    /// carriers installed.
     pub async fn follow(
         self: Arc<Self>,
         store: Arc<dyn CarrierStore>,
         every: Duration,
         shutdown: CancellationToken,
     ) {
-        let mut seen = None;
         loop {
-            match store.version().await {
-                Ok(v) if Some(v) != seen => match store.all().await {
-                    Ok(accounts) => {
-                        self.apply(accounts);
-                        seen = Some(v);
-                    }
-                    Err(e) => warn!(error = %e, "cannot read the carriers; keeping the last ones"),
-                },
-                Ok(_) => {}
-                Err(e) => {
-                    warn!(error = %e, "cannot read the carriers' version; keeping the last ones")
-                }
+            if let Err(e) = self.refresh(store.as_ref()).await {
+                warn!(error = %e, "cannot read the carriers; keeping the last ones");
             }
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -147,9 +145,9 @@ impl CarrierRouter {
         }
     }
 
-    /// The configured carrier's account, if any.
-    pub fn account(&self, carrier: CarrierId) -> Option<CarrierAccount> {
-        self.routes().get(&carrier).map(|r| r.account.clone())
+    /// Every configured carrier's account.
+    pub fn accounts(&self) -> Vec<CarrierAccount> {
+        self.routes().values().map(|r| r.account.clone()).collect()
     }
 
     fn route(&self, carrier: CarrierId) -> Result<Arc<dyn CarrierGateway>, GatewayError> {
@@ -161,7 +159,7 @@ impl CarrierRouter {
     }
 
     /// The health of every configured carrier, as this process saw its calls.
-    pub fn health(&self, now: DateTime<Utc>) -> RouterHealth {
+    pub fn health(&self, now: DateTime<Utc>) -> Vec<CarrierHealth> {
         let routes = self.routes();
         let tallies = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<CarrierHealth> = routes
