@@ -1,5 +1,11 @@
 //! [`TokenCache`]: one access token per adapter, fetched once for all concurrent callers,
 //! renewed before it expires, dropped when the platform says it is no longer valid.
+//!
+//! A token request the platform refuses for our credentials is remembered for
+//! [`REFUSAL_HOLD`]: every poll of every card of the carrier would otherwise ask for a token
+//! again, hammering the platform's login with a wrong password (which platforms answer by
+//! locking the account). An operator's fix of the credentials builds a new adapter, and so a
+//! new cache, at once.
 
 use crate::GatewayError;
 use std::future::Future;
@@ -10,9 +16,14 @@ use tokio::sync::Mutex;
 /// that no call goes out with a token about to lapse in flight.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
 
+/// How long a refusal of our credentials is answered from memory.
+pub(crate) const REFUSAL_HOLD: Duration = Duration::from_secs(30);
+
 #[derive(Default)]
 pub(crate) struct TokenCache {
     current: Mutex<Option<Cached>>,
+    /// The last refusal of our credentials, and when it stops being answered from memory.
+    refused: Mutex<Option<(GatewayError, Instant)>>,
 }
 
 /// Never shows the token.
@@ -41,7 +52,21 @@ impl TokenCache {
         {
             return Ok(c.value.clone());
         }
-        let (value, lifetime) = fetch().await?;
+        if let Some((e, until)) = self.refused.lock().await.as_ref()
+            && Instant::now() < *until
+        {
+            return Err(e.clone());
+        }
+        let (value, lifetime) = match fetch().await {
+            Ok(v) => v,
+            Err(e) => {
+                if matches!(e, GatewayError::Auth(_)) {
+                    *self.refused.lock().await = Some((e.clone(), Instant::now() + REFUSAL_HOLD));
+                }
+                return Err(e);
+            }
+        };
+        *self.refused.lock().await = None;
         let early = RENEW_BEFORE.min(lifetime / 5);
         *current = Some(Cached {
             value: value.clone(),
@@ -84,6 +109,34 @@ mod tests {
         cache.invalidate("t1").await;
         assert_eq!(cache.get(fetch).await.unwrap(), "t2");
         assert_eq!(fetched.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_of_the_credentials_is_answered_from_memory() {
+        let cache = TokenCache::default();
+        let asked = AtomicU32::new(0);
+        let fetch = || async {
+            asked.fetch_add(1, Ordering::SeqCst);
+            Err::<(String, Duration), _>(GatewayError::Auth("refused".into()))
+        };
+        for _ in 0..5 {
+            assert!(matches!(cache.get(fetch).await, Err(GatewayError::Auth(_))));
+        }
+        assert_eq!(
+            asked.load(Ordering::SeqCst),
+            1,
+            "one login attempt per hold"
+        );
+        // Other failures (the platform away) are not remembered.
+        let timeouts = AtomicU32::new(0);
+        let other = TokenCache::default();
+        let fetch = || async {
+            timeouts.fetch_add(1, Ordering::SeqCst);
+            Err::<(String, Duration), _>(GatewayError::Timeout)
+        };
+        let _ = other.get(fetch).await;
+        let _ = other.get(fetch).await;
+        assert_eq!(timeouts.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

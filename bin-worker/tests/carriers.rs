@@ -1,0 +1,116 @@
+//! A real `cmp-worker` process polling its cards through a real platform's adapter (OneLink on
+//! gateway-sim), following the carrier's configuration without a restart, reporting refused
+//! credentials on `/readyz`, and never writing a credential or a token into its logs.
+
+mod common;
+
+use common::*;
+use domain::{CarrierAccountInput, CarrierId, CarrierProtocol, Credentials};
+use gateway_sim::SimAccount;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+
+const WRONG_PASSWORD: &str = "S3cr3t-Wrong-OneLink-PW";
+
+fn onelink(w: &World, credentials: Credentials) -> CarrierAccountInput {
+    let p = CarrierProtocol::OneLink;
+    CarrierAccountInput {
+        carrier_id: CarrierId(1),
+        name: "China Mobile (simulated)".to_owned(),
+        protocol: p,
+        base_url: w.sim.url_of(p),
+        credentials: Some(credentials),
+        limits: p.default_limits(),
+        enabled: true,
+    }
+}
+
+/// `detail.carriers."1".state` of the worker's `/readyz`.
+async fn carrier_state(addr: &str) -> Option<String> {
+    let body = http_get(addr, "/readyz").await?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v["detail"]["carriers"]["1"]["state"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_worker_polls_through_onelink_follows_a_credentials_change_and_logs_no_secret()
+-> anyhow::Result<()> {
+    let w = world(20, 2, 1).await?;
+    let account = SimAccount::default_for(CarrierProtocol::OneLink);
+    let good = account
+        .credentials
+        .iter()
+        .fold(Credentials::new(), |c, (k, v)| c.with(k, v));
+    w.stores.carriers.insert(&onelink(&w, good)).await?;
+    w.all_due_now().await?;
+
+    let addr = free_port()?;
+    let log = tempfile_path("onelink-worker.log");
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_cmp-worker"))
+        .arg("run")
+        .env("CMP_DATABASE_URL", &w.env.db.url)
+        .env("CMP_DATABASE_MAX_CONNECTIONS", "8")
+        .env("CMP_REDIS_URL", &w.env.redis.url)
+        .env("CMP_REDIS_KEY_PREFIX", &w.env.redis.prefix)
+        // The default gateway is a closed port: every poll that works went through OneLink.
+        .env("CMP_GATEWAY_URL", "http://127.0.0.1:9")
+        .env("CMP_WORKER_BIND", &addr)
+        .env("CMP_SCHEDULER_TICK_MS", "200")
+        .env("CMP_RETRY_INTERVAL_SECS", "2")
+        .env("CMP_LOG", "debug,sqlx=warn,fred=warn,hyper=warn,reqwest=debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .kill_on_drop(true)
+        .spawn()?;
+
+    let polled = eventually(Duration::from_secs(120), || async {
+        Ok(polled_at_least(&w, 1) == w.cards.len())
+    })
+    .await?;
+    assert!(polled, "every card polled through OneLink: {}", polled_at_least(&w, 1));
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            Ok(carrier_state(&addr).await.as_deref() == Some("ok"))
+        })
+        .await?,
+        "carrier 1 ok on /readyz"
+    );
+
+    // The operator types a wrong password: within the follow period the worker uses it, every
+    // call is refused, and /readyz says so while the node stays ready.
+    let wrong = Credentials::new()
+        .with("appid", account.credentials["appid"].clone())
+        .with("password", WRONG_PASSWORD);
+    w.stores.carriers.update(&onelink(&w, wrong)).await?;
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            Ok(carrier_state(&addr).await.as_deref() == Some("auth_failed"))
+        })
+        .await?,
+        "carrier 1 auth_failed on /readyz"
+    );
+    assert_eq!(http_status(&addr, "/readyz").await, Some(200), "still ready");
+
+    let status = terminate(&mut worker).await?;
+    assert!(status.success(), "clean exit: {status}");
+    let text = std::fs::read_to_string(&log)?;
+    assert!(text.contains("carrier"), "the log was written");
+    for secret in [account.credentials["password"].as_str(), WRONG_PASSWORD] {
+        assert!(
+            !text.contains(secret),
+            "a credential is in the worker's log ({})",
+            log.display()
+        );
+    }
+    if std::env::var_os("CMP_TEST_KEEP_LOG").is_none() {
+        let _ = std::fs::remove_file(&log);
+    }
+    Ok(())
+}
+
+fn tempfile_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("{}-{name}", std::process::id()))
+}
