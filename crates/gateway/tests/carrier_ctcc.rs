@@ -2,20 +2,19 @@
 //! Test names cite the section of the platform's document (or of `docs/carriers/ctcc-5gcmp.md`)
 //! they follow.
 
+mod common;
+
 use chrono::{Datelike, Months, NaiveDate, TimeZone, Utc};
+use common::carriers::*;
+use common::sim;
 use domain::{
-    CarrierAccount, CarrierId, CarrierPackage, CarrierProtocol, Credentials, NetworkStatus,
-    PackageStatus, RealNameStatus, SystemClock,
+    CarrierId, CarrierPackage, CarrierProtocol, Credentials, NetworkStatus, PackageStatus,
+    RealNameStatus,
 };
-use gateway::carriers::{AdapterContext, build_adapter};
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
-use gateway_sim::{
-    Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardPatch, SimCardSpec,
-    SimHandle, SimOptions, SimServer,
-};
+use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,48 +24,34 @@ const A: &str = "89860321000000000001";
 const B: &str = "89860321000000000002";
 const D: &str = "89860321000000000003";
 
-async fn sim() -> SimHandle {
-    SimServer::start(SimOptions::default())
-        .await
-        .expect("the simulator starts")
+/// The adapter of the simulated platform's account signing with `creds`.
+fn ctcc_with(sim: &SimHandle, creds: Credentials) -> Arc<dyn CarrierGateway> {
+    let timeout_ms = P.default_limits().timeout_ms;
+    adapter(&account(sim, P, C, creds, timeout_ms), &ctx())
 }
 
-fn credentials(map: &BTreeMap<String, String>) -> Credentials {
-    map.iter()
-        .fold(Credentials::new(), |c, (k, v)| c.with(k.clone(), v.clone()))
+/// The simulator with `cards` and the adapter with the account's own credentials.
+async fn setup(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
+    let sim = sim().await;
+    sim.state().upsert_cards(cards).expect("cards register");
+    let gw = ctcc_with(&sim, default_credentials(P));
+    (sim, gw)
 }
 
-fn adapter_with(sim: &SimHandle, creds: Credentials) -> Arc<dyn CarrierGateway> {
-    let account = CarrierAccount {
-        carrier_id: C,
-        name: "China Telecom".into(),
-        protocol: P,
-        base_url: sim.url_of(P),
-        credentials: creds,
-        limits: P.default_limits(),
-        enabled: true,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-    };
-    let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
-    build_adapter(&account, &ctx).expect("the adapter builds")
-}
-
-fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
-    adapter_with(sim, credentials(&SimAccount::default_for(P).credentials))
+/// An adapter whose credentials are `app_key` and `secret`.
+fn signing_as(sim: &SimHandle, app_key: &str, secret: &str) -> Arc<dyn CarrierGateway> {
+    ctcc_with(
+        sim,
+        Credentials::new()
+            .with("app_key", app_key)
+            .with("secret", secret),
+    )
 }
 
 fn card(iccid: &str, total: Decimal) -> SimCardSpec {
     SimCardSpec {
         month_total_mb: total,
         ..SimCardSpec::new(iccid)
-    }
-}
-
-fn script(call: CallKind, step: ScriptStep) -> Script {
-    Script {
-        fail_next: vec![step],
-        call: Some(call),
     }
 }
 
@@ -79,22 +64,53 @@ fn ids(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-fn fault_kind<T: std::fmt::Debug>(r: Result<T, GatewayError>) -> AnswerFault {
-    match r {
-        Err(GatewayError::Unintelligible { kind, .. }) => kind,
-        other => panic!("expected an unintelligible answer, got {other:?}"),
+fn set_account(sim: &SimHandle, patch: SimAccountPatch) {
+    sim.state().set_account(P, patch);
+}
+
+/// One card's calls, to run several through one table.
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Realname,
+    NetworkStatus,
+    Usage,
+    Packages,
+    Stop,
+    Start,
+}
+
+/// `call` of `iccid`, its answer dropped.
+async fn one(gw: &Arc<dyn CarrierGateway>, call: Call, iccid: &str) -> Result<(), GatewayError> {
+    match call {
+        Call::Realname => gw.realname(C, iccid).await.map(drop),
+        Call::NetworkStatus => gw.network_status(C, iccid).await.map(drop),
+        Call::Usage => gw.usage(C, iccid).await.map(drop),
+        Call::Packages => gw.packages(C, iccid).await.map(drop),
+        Call::Stop => gw.stop(C, iccid).await.map(drop),
+        Call::Start => gw.start(C, iccid).await.map(drop),
+    }
+}
+
+/// For each `(scripted call, call)`: `step` scripted, then `call` of card A fails as `fault`.
+async fn assert_faults(
+    sim: &SimHandle,
+    gw: &Arc<dyn CarrierGateway>,
+    step: ScriptStep,
+    calls: &[(CallKind, Call)],
+    fault: AnswerFault,
+) {
+    for &(kind, call) in calls {
+        set_script(sim, kind, vec![step]);
+        let e = one(gw, call, A).await.expect_err("a fault");
+        assert_eq!(unintelligible(&e), Some(fault), "{call:?}");
     }
 }
 
 #[tokio::test]
 async fn bq019_batch_realname_status_follows_the_card_and_its_change() {
-    let sim = sim().await;
     let mut b = card(B, Decimal::ZERO);
     b.real_name_status = RealNameStatus::NotVerified;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO), b])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO), b]).await;
 
     let got = gw.realname_batch(C, &ids(&[A, B])).await.unwrap();
     assert_eq!(
@@ -119,15 +135,13 @@ async fn bq019_batch_realname_status_follows_the_card_and_its_change() {
 
 #[tokio::test]
 async fn batch_qry_flow_by_month_usage_is_exact_and_grows_only_by_the_cards_growth() {
-    let sim = sim().await;
     // 1025 KB: not a round number of MB, stays exact.
     let fixed = card(A, dec!(1.0009765625));
     let growing = SimCardSpec {
         growth_mb_per_query: Some(dec!(0.25)),
         ..card(B, dec!(100.5))
     };
-    sim.state().upsert_cards(vec![fixed, growing]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![fixed, growing]).await;
 
     let first = gw.usage_batch(C, &ids(&[A, B])).await.unwrap();
     let month = this_month();
@@ -146,14 +160,12 @@ async fn batch_qry_flow_by_month_usage_is_exact_and_grows_only_by_the_cards_grow
 
 #[tokio::test]
 async fn batch_qry_flow_by_month_a_new_month_starts_from_zero() {
-    let sim = sim().await;
     let last = this_month().checked_sub_months(Months::new(1)).unwrap();
     let spec = SimCardSpec {
         month: Some(format!("{:04}-{:02}", last.year(), last.month())),
         ..card(A, dec!(777.77))
     };
-    sim.state().upsert_cards(vec![spec]).unwrap();
-    let gw = adapter(&sim);
+    let (_sim, gw) = setup(vec![spec]).await;
 
     let u = gw.usage(C, A).await.unwrap();
     assert_eq!(u.month, this_month());
@@ -162,7 +174,6 @@ async fn batch_qry_flow_by_month_a_new_month_starts_from_zero() {
 
 #[tokio::test]
 async fn qry_prod_inst_info_lists_the_cards_packages() {
-    let sim = sim().await;
     let active = CarrierPackage {
         external_id: "OFFER-1".into(),
         status: PackageStatus::Active,
@@ -183,19 +194,14 @@ async fn qry_prod_inst_info_lists_the_cards_packages() {
         packages: vec![active.clone(), queued.clone()],
         ..card(A, Decimal::ZERO)
     };
-    sim.state().upsert_cards(vec![spec]).unwrap();
-    let gw = adapter(&sim);
+    let (_sim, gw) = setup(vec![spec]).await;
 
     assert_eq!(gw.packages(C, A).await.unwrap(), vec![active, queued]);
 }
 
 #[tokio::test]
 async fn lc002_stop_then_resume_answers_the_status_after_each() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
 
     assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
     assert_eq!(
@@ -225,13 +231,8 @@ async fn lc002_stop_then_resume_answers_the_status_after_each() {
 
 #[tokio::test]
 async fn lc002_a_503_stop_is_retried_and_applied_once() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    sim.state()
-        .set_script(script(CallKind::Stop, ScriptStep::Status(503)));
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
+    set_script(&sim, CallKind::Stop, vec![ScriptStep::Status(503)]);
     assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
     let v = sim.state().card(A).unwrap();
     assert_eq!((v.stop_calls, v.stops_applied), (2, 1));
@@ -239,25 +240,16 @@ async fn lc002_a_503_stop_is_retried_and_applied_once() {
 
 #[tokio::test]
 async fn batch_answer_without_its_last_card_leaves_that_card_missing() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, dec!(1)), card(B, dec!(2)), card(D, dec!(3))])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![card(A, dec!(1)), card(B, dec!(2)), card(D, dec!(3))]).await;
+    let drop_last = ScriptStep::Malformed(Malformed::DropLast);
 
-    sim.state().set_script(script(
-        CallKind::Realname,
-        ScriptStep::Malformed(Malformed::DropLast),
-    ));
+    set_script(&sim, CallKind::Realname, vec![drop_last]);
     let got = gw.realname_batch(C, &ids(&[A, B, D])).await.unwrap();
     assert_eq!(got[0], Ok(RealNameStatus::Verified));
     assert_eq!(got[1], Ok(RealNameStatus::Verified));
     assert_eq!(got[2], Err(GatewayError::MissingFromBatch));
 
-    sim.state().set_script(script(
-        CallKind::Usage,
-        ScriptStep::Malformed(Malformed::DropLast),
-    ));
+    set_script(&sim, CallKind::Usage, vec![drop_last]);
     let got = gw.usage_batch(C, &ids(&[A, B, D])).await.unwrap();
     assert_eq!(got[0].as_ref().unwrap().month_total_mb, dec!(1));
     assert_eq!(got[1].as_ref().unwrap().month_total_mb, dec!(2));
@@ -266,21 +258,14 @@ async fn batch_answer_without_its_last_card_leaves_that_card_missing() {
 
 #[tokio::test]
 async fn an_html_maintenance_page_is_not_json() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    let gw = adapter(&sim);
-    for call in [CallKind::Usage, CallKind::Packages, CallKind::Stop] {
-        sim.state()
-            .set_script(script(call, ScriptStep::Malformed(Malformed::Html)));
-        let kind = match call {
-            CallKind::Usage => fault_kind(gw.usage(C, A).await),
-            CallKind::Packages => fault_kind(gw.packages(C, A).await),
-            _ => fault_kind(gw.stop(C, A).await),
-        };
-        assert_eq!(kind, AnswerFault::NotJson, "{call}");
-    }
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
+    let calls = [
+        (CallKind::Usage, Call::Usage),
+        (CallKind::Packages, Call::Packages),
+        (CallKind::Stop, Call::Stop),
+    ];
+    let html = ScriptStep::Malformed(Malformed::Html);
+    assert_faults(&sim, &gw, html, &calls, AnswerFault::NotJson).await;
     // The page came from a proxy: the stop never reached the platform.
     assert_eq!(
         sim.state().card(A).unwrap().network_status,
@@ -290,93 +275,53 @@ async fn an_html_maintenance_page_is_not_json() {
 
 #[tokio::test]
 async fn an_answer_naming_another_card_is_never_attributed() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, dec!(1)), card(B, dec!(2))])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![card(A, dec!(1)), card(B, dec!(2))]).await;
+    let wrong = ScriptStep::Malformed(Malformed::WrongIccid);
 
-    sim.state().set_script(script(
-        CallKind::Realname,
-        ScriptStep::Malformed(Malformed::WrongIccid),
-    ));
-    assert_eq!(fault_kind(gw.realname(C, A).await), AnswerFault::WrongIccid);
+    let realname = [(CallKind::Realname, Call::Realname)];
+    assert_faults(&sim, &gw, wrong, &realname, AnswerFault::WrongIccid).await;
 
     // In a batch the renamed item (the first) is ignored: that card is missing, the other right.
-    sim.state().set_script(script(
-        CallKind::Usage,
-        ScriptStep::Malformed(Malformed::WrongIccid),
-    ));
+    set_script(&sim, CallKind::Usage, vec![wrong]);
     let got = gw.usage_batch(C, &ids(&[A, B])).await.unwrap();
     assert_eq!(got[0], Err(GatewayError::MissingFromBatch));
     assert_eq!(got[1].as_ref().unwrap().month_total_mb, dec!(2));
 
-    sim.state().set_script(script(
-        CallKind::Packages,
-        ScriptStep::Malformed(Malformed::WrongIccid),
-    ));
-    assert_eq!(fault_kind(gw.packages(C, A).await), AnswerFault::WrongIccid);
-
-    sim.state().set_script(script(
-        CallKind::Stop,
-        ScriptStep::Malformed(Malformed::WrongIccid),
-    ));
-    assert_eq!(fault_kind(gw.stop(C, A).await), AnswerFault::WrongIccid);
+    let calls = [
+        (CallKind::Packages, Call::Packages),
+        (CallKind::Stop, Call::Stop),
+    ];
+    assert_faults(&sim, &gw, wrong, &calls, AnswerFault::WrongIccid).await;
 }
 
 #[tokio::test]
 async fn a_status_outside_the_documented_tables_is_unknown_status() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![SimCardSpec {
-            packages: vec![CarrierPackage {
-                external_id: "OFFER-1".into(),
-                status: PackageStatus::Active,
-                used_mb: Decimal::ZERO,
-                limit_mb: None,
-                activated_at: None,
-                expires_at: None,
-            }],
-            ..card(A, Decimal::ZERO)
-        }])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec {
+        packages: vec![CarrierPackage {
+            external_id: "OFFER-1".into(),
+            status: PackageStatus::Active,
+            used_mb: Decimal::ZERO,
+            limit_mb: None,
+            activated_at: None,
+            expires_at: None,
+        }],
+        ..card(A, Decimal::ZERO)
+    }])
+    .await;
+    let calls = [
+        (CallKind::Realname, Call::Realname),
+        (CallKind::Realname, Call::NetworkStatus),
+        (CallKind::Usage, Call::Usage),
+        (CallKind::Packages, Call::Packages),
+    ];
     let malformed = ScriptStep::Malformed(Malformed::UnknownStatus);
-
-    sim.state()
-        .set_script(script(CallKind::Realname, malformed));
-    assert_eq!(
-        fault_kind(gw.realname(C, A).await),
-        AnswerFault::UnknownStatus
-    );
-    sim.state()
-        .set_script(script(CallKind::Realname, malformed));
-    assert_eq!(
-        fault_kind(gw.network_status(C, A).await),
-        AnswerFault::UnknownStatus
-    );
-    sim.state().set_script(script(CallKind::Usage, malformed));
-    assert_eq!(fault_kind(gw.usage(C, A).await), AnswerFault::UnknownStatus);
-    sim.state()
-        .set_script(script(CallKind::Packages, malformed));
-    assert_eq!(
-        fault_kind(gw.packages(C, A).await),
-        AnswerFault::UnknownStatus
-    );
+    assert_faults(&sim, &gw, malformed, &calls, AnswerFault::UnknownStatus).await;
 }
 
 #[tokio::test]
 async fn gateway_signature_a_wrong_secret_is_auth_and_decides_nothing() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    let gw = adapter_with(
-        &sim,
-        Credentials::new()
-            .with("app_key", "sim-ctcc-app-key")
-            .with("secret", "not-the-secret"),
-    );
+    let (sim, _) = setup(vec![card(A, Decimal::ZERO)]).await;
+    let gw = signing_as(&sim, "sim-ctcc-app-key", "not-the-secret");
     assert!(matches!(
         gw.realname(C, A).await,
         Err(GatewayError::Auth(_))
@@ -392,12 +337,7 @@ async fn gateway_signature_a_wrong_secret_is_auth_and_decides_nothing() {
     assert_eq!((v.stop_calls, v.stops_applied), (1, 0));
     assert_eq!(v.network_status, NetworkStatus::Online);
 
-    let unknown_key = adapter_with(
-        &sim,
-        Credentials::new()
-            .with("app_key", "someone-else")
-            .with("secret", "sim-ctcc-secret"),
-    );
+    let unknown_key = signing_as(&sim, "someone-else", "sim-ctcc-secret");
     assert!(matches!(
         unknown_key.realname(C, A).await,
         Err(GatewayError::Auth(_))
@@ -406,11 +346,7 @@ async fn gateway_signature_a_wrong_secret_is_auth_and_decides_nothing() {
 
 #[tokio::test]
 async fn gateway_signature_every_request_is_signed_so_token_expiry_changes_nothing() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
     gw.probe(C).await.unwrap();
     assert_eq!(gw.realname(C, A).await.unwrap(), RealNameStatus::Verified);
     // The platform issues no token: nothing to expire, the next call is signed afresh.
@@ -420,18 +356,14 @@ async fn gateway_signature_every_request_is_signed_so_token_expiry_changes_nothi
 
 #[tokio::test]
 async fn gateway_rate_limit_answers_429_which_is_throttled() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    sim.state().set_account(
-        P,
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
+    set_account(
+        &sim,
         SimAccountPatch {
             rate_limit_per_sec: Some(1),
             ..Default::default()
         },
     );
-    let gw = adapter(&sim);
     let mut throttled = None;
     for _ in 0..5 {
         if let Err(e) = gw.realname(C, A).await {
@@ -447,15 +379,14 @@ async fn gateway_rate_limit_answers_429_which_is_throttled() {
     );
 
     // A scripted 429 carries the injected Retry-After.
-    sim.state().set_account(
-        P,
+    set_account(
+        &sim,
         SimAccountPatch {
             rate_limit_per_sec: Some(0),
             ..Default::default()
         },
     );
-    sim.state()
-        .set_script(script(CallKind::Usage, ScriptStep::Status(429)));
+    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
     assert!(matches!(
         gw.usage(C, A).await,
         Err(GatewayError::Throttled {
@@ -466,19 +397,13 @@ async fn gateway_rate_limit_answers_429_which_is_throttled() {
 
 #[tokio::test]
 async fn gateway_5xx_is_a_carrier_error() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    let gw = adapter(&sim);
-    sim.state()
-        .set_script(script(CallKind::Realname, ScriptStep::Status(503)));
+    let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
+    set_script(&sim, CallKind::Realname, vec![ScriptStep::Status(503)]);
     assert!(matches!(
         gw.realname(C, A).await,
         Err(GatewayError::Carrier { status: 503, .. })
     ));
-    sim.state()
-        .set_script(script(CallKind::Usage, ScriptStep::Status(500)));
+    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(500)]);
     assert!(matches!(
         gw.usage_batch(C, &ids(&[A])).await,
         Err(GatewayError::Carrier { status: 500, .. })
@@ -487,21 +412,22 @@ async fn gateway_5xx_is_a_carrier_error() {
 
 #[tokio::test]
 async fn an_unknown_card_is_not_found_in_every_call() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (_sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
     let nobody = "89860321999999999999";
-    assert_eq!(gw.realname(C, nobody).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.usage(C, nobody).await, Err(GatewayError::NotFound));
-    assert_eq!(
-        gw.network_status(C, nobody).await,
-        Err(GatewayError::NotFound)
-    );
-    assert_eq!(gw.packages(C, nobody).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.stop(C, nobody).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.start(C, nobody).await, Err(GatewayError::NotFound));
+    for call in [
+        Call::Realname,
+        Call::Usage,
+        Call::NetworkStatus,
+        Call::Packages,
+        Call::Stop,
+        Call::Start,
+    ] {
+        assert_eq!(
+            one(&gw, call, nobody).await,
+            Err(GatewayError::NotFound),
+            "{call:?}"
+        );
+    }
     let got = gw.realname_batch(C, &ids(&[nobody, A])).await.unwrap();
     assert_eq!(
         got,
@@ -511,14 +437,10 @@ async fn an_unknown_card_is_not_found_in_every_call() {
 
 #[tokio::test]
 async fn batch_limit_of_100_numbers_more_cards_are_split_into_calls() {
-    let sim = sim().await;
     let cards: Vec<String> = (0..150)
         .map(|i| format!("8986032100000001{i:04}"))
         .collect();
-    sim.state()
-        .upsert_cards(cards.iter().map(|c| card(c, dec!(0.5))).collect())
-        .unwrap();
-    let gw = adapter(&sim);
+    let (_sim, gw) = setup(cards.iter().map(|c| card(c, dec!(0.5))).collect()).await;
     assert_eq!(gw.batch_size(C), 100);
     let got = gw.usage_batch(C, &cards).await.unwrap();
     assert_eq!(got.len(), 150);
@@ -530,18 +452,14 @@ async fn batch_limit_of_100_numbers_more_cards_are_split_into_calls() {
 
 #[tokio::test]
 async fn batch_limit_a_call_over_the_platforms_limit_is_refused() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, dec!(1)), card(B, dec!(1)), card(D, dec!(1))])
-        .unwrap();
-    sim.state().set_account(
-        P,
+    let (sim, gw) = setup(vec![card(A, dec!(1)), card(B, dec!(1)), card(D, dec!(1))]).await;
+    set_account(
+        &sim,
         SimAccountPatch {
             batch_limit: Some(2),
             ..Default::default()
         },
     );
-    let gw = adapter(&sim);
     assert!(matches!(
         gw.realname_batch(C, &ids(&[A, B, D])).await,
         Err(GatewayError::Carrier { .. })
@@ -550,21 +468,11 @@ async fn batch_limit_a_call_over_the_platforms_limit_is_refused() {
 
 #[tokio::test]
 async fn no_error_shows_a_credential() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, Decimal::ZERO)])
-        .unwrap();
+    let (sim, good) = setup(vec![card(A, Decimal::ZERO)]).await;
     let secret = "a-wrong-secret-value";
     let key = "sim-ctcc-app-key";
-    let wrong = adapter_with(
-        &sim,
-        Credentials::new()
-            .with("app_key", key)
-            .with("secret", secret),
-    );
-    let good = adapter(&sim);
-    sim.state()
-        .set_script(script(CallKind::Realname, ScriptStep::Status(503)));
+    let wrong = signing_as(&sim, key, secret);
+    set_script(&sim, CallKind::Realname, vec![ScriptStep::Status(503)]);
     let mut errors: Vec<GatewayError> = vec![
         good.realname(C, A).await.unwrap_err(),
         wrong.realname(C, A).await.unwrap_err(),
@@ -572,16 +480,13 @@ async fn no_error_shows_a_credential() {
         wrong.packages(C, A).await.unwrap_err(),
         wrong.probe(C).await.unwrap_err(),
     ];
-    sim.state().set_script(script(
+    set_script(
+        &sim,
         CallKind::Usage,
-        ScriptStep::Malformed(Malformed::Html),
-    ));
+        vec![ScriptStep::Malformed(Malformed::Html)],
+    );
     errors.push(good.usage(C, A).await.unwrap_err());
     for e in errors {
-        for text in [e.to_string(), format!("{e:?}")] {
-            assert!(!text.contains(secret), "{text}");
-            assert!(!text.contains("sim-ctcc-secret"), "{text}");
-            assert!(!text.contains(key), "{text}");
-        }
+        assert_no_secret(&e, &[secret, "sim-ctcc-secret", key]);
     }
 }
