@@ -20,8 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::carrier_body::{
-    CarrierBody, CarrierStatusBody, CarrierView, ConnectionTest, MAX_CREDENTIAL_LEN,
-    NewCarrierBody, scrub,
+    CarrierBody, CarrierStatusBody, CarrierView, ConnectionTest, MAX_CREDENTIAL_LEN, NewCarrierBody,
 };
 
 /// The test connection gives up after twice the carrier's timeout, at most this long (an
@@ -238,7 +237,7 @@ impl CarrierService {
             Err(e) => ConnectionTest {
                 ok: false,
                 outcome: e.outcome().to_owned(),
-                message: scrub(&e.to_string(), &account.credentials),
+                message: account.credentials.scrub(&e.to_string()),
                 elapsed_ms,
             },
         };

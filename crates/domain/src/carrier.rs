@@ -149,6 +149,21 @@ impl Credentials {
         self.0.values()
     }
 
+    /// `text` with every credential value replaced by `***`, longest first (a value inside
+    /// another is not left half-replaced): for texts that may echo a request.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut values: Vec<&str> = self
+            .0
+            .values()
+            .map(Secret::expose)
+            .filter(|v| !v.is_empty())
+            .collect();
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values
+            .into_iter()
+            .fold(text.to_owned(), |out, v| out.replace(v, "***"))
+    }
+
     /// The stored form (`tb_carrier.credentials`). Only the store calls it.
     pub fn to_stored_json(&self) -> serde_json::Value {
         serde_json::Value::Object(
@@ -197,20 +212,46 @@ pub struct CarrierLimits {
 }
 
 impl CarrierLimits {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidField> {
+        let bad = |field, message: &str| Err(InvalidField::new(field, message));
         if self.batch_size == 0 || self.batch_size > 1000 {
-            return Err("batch_size must be 1..=1000".to_owned());
+            return bad("batch_size", "batch_size must be 1..=1000");
         }
         if self.timeout_ms < 100 || self.timeout_ms > 120_000 {
-            return Err("timeout_ms must be 100..=120000".to_owned());
+            return bad("timeout_ms", "timeout_ms must be 100..=120000");
         }
         if self.rate_limit_per_sec > 100_000 {
-            return Err("rate_limit_per_sec must be 0..=100000".to_owned());
+            return bad(
+                "rate_limit_per_sec",
+                "rate_limit_per_sec must be 0..=100000",
+            );
         }
         if self.max_concurrent > 10_000 {
-            return Err("max_concurrent must be 0..=10000".to_owned());
+            return bad("max_concurrent", "max_concurrent must be 0..=10000");
         }
         Ok(())
+    }
+}
+
+/// A carrier field that fails its check: which one, and why (the message names it too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidField {
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl InvalidField {
+    fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for InvalidField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
@@ -244,26 +285,28 @@ pub struct CarrierAccountInput {
 }
 
 impl CarrierAccountInput {
-    /// Every field checked; the message names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every field checked; the error names the field.
+    pub fn validate(&self) -> Result<(), InvalidField> {
+        let bad = |field, message: &str| Err(InvalidField::new(field, message));
         if self.carrier_id.0 <= 0 {
-            return Err("carrier_id must be positive".to_owned());
+            return bad("carrier_id", "carrier_id must be positive");
         }
         if self.name.trim().is_empty() || self.name.len() > 100 {
-            return Err("name must have 1 to 100 characters".to_owned());
+            return bad("name", "name must have 1 to 100 characters");
         }
         let url = self.base_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 500 {
-            return Err(
-                "base_url must be an http:// or https:// URL of at most 500 characters".to_owned(),
+            return bad(
+                "base_url",
+                "base_url must be an http:// or https:// URL of at most 500 characters",
             );
         }
         if url.contains(char::is_whitespace) {
-            return Err("base_url must not contain spaces".to_owned());
+            return bad("base_url", "base_url must not contain spaces");
         }
         if let Some(c) = &self.credentials {
             c.validate(self.protocol)
-                .map_err(|e| format!("credentials: {e}"))?;
+                .map_err(|e| InvalidField::new("credentials", format!("credentials: {e}")))?;
         }
         self.limits.validate()
     }
@@ -324,6 +367,18 @@ mod tests {
         assert!(!format!("{c:?}").contains("hunter2"));
         assert_eq!(c.get("password").map(Secret::expose), Some("hunter2"));
         assert_eq!(c.fields(), vec!["password".to_owned()]);
+    }
+
+    #[test]
+    fn scrub_replaces_every_value() {
+        let c = Credentials::new()
+            .with("appid", "app")
+            .with("password", "app-secret");
+        assert_eq!(
+            c.scrub("sent app-secret for app"),
+            "sent *** for ***",
+            "longest first"
+        );
     }
 
     #[test]
