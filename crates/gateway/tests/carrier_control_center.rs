@@ -2,16 +2,23 @@
 //! Each test's name says which section of Cisco's Control Center REST documentation it follows
 //! (`docs/carriers/control-center.md`).
 
-use chrono::{NaiveDate, TimeZone, Utc};
+mod common;
+
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use common::carriers::{
+    account, adapter, assert_no_secret, ctx, ctx_with, default_credentials, set_script,
+    unintelligible,
+};
+use common::{register, sim, sim_with};
 use domain::{
     CarrierAccount, CarrierId, CarrierPackage, CarrierProtocol, Clock, Credentials, ManualClock,
-    NetworkStatus, PackageStatus, SystemClock,
+    NetworkStatus, PackageStatus,
 };
-use gateway::carriers::{AdapterContext, ControlCenter, SEARCH_PAGE_SIZE, build_adapter, units};
-use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError, RetryPolicy};
+use gateway::carriers::{ControlCenter, SEARCH_PAGE_SIZE, units};
+use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
 use gateway_sim::{
-    FaultsPatch, Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardSpec,
-    SimHandle, SimOptions, SimServer,
+    FaultsPatch, Malformed, ScriptStep, SimAccount, SimAccountPatch, SimCardSpec, SimHandle,
+    SimOptions,
 };
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
@@ -22,84 +29,28 @@ const P: CarrierProtocol = CarrierProtocol::ControlCenter;
 const C: CarrierId = CarrierId(7);
 const TZ: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 
-async fn sim_with(clock: Arc<dyn Clock>) -> SimHandle {
-    SimServer::start(SimOptions {
-        clock,
-        ..SimOptions::default()
-    })
-    .await
-    .expect("sim starts")
+/// Carrier `C` on the simulator's Control Center with `credentials`, a 2 s timeout.
+fn cc_account(sim: &SimHandle, credentials: Credentials) -> CarrierAccount {
+    account(sim, P, C, credentials, 2_000)
 }
 
-async fn sim() -> SimHandle {
-    sim_with(Arc::new(SystemClock)).await
+/// The adapter with the simulator's default credentials.
+fn default_adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
+    adapter(&cc_account(sim, default_credentials(P)), &ctx())
 }
 
-fn default_credentials() -> Credentials {
-    SimAccount::default_for(P)
-        .credentials
-        .into_iter()
-        .fold(Credentials::new(), |c, (k, v)| c.with(k, v))
+/// The adapter with `credentials`.
+fn adapter_with(sim: &SimHandle, credentials: Credentials) -> Arc<dyn CarrierGateway> {
+    adapter(&cc_account(sim, credentials), &ctx())
 }
 
-fn account(sim: &SimHandle, credentials: Credentials) -> CarrierAccount {
-    let mut limits = P.default_limits();
-    limits.timeout_ms = 2_000;
-    CarrierAccount {
-        carrier_id: C,
-        name: "Control Center (sim)".into(),
-        protocol: P,
-        base_url: sim.url_of(P),
-        credentials,
-        limits,
-        enabled: true,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-    }
-}
-
-fn ctx(clock: Arc<dyn Clock>) -> AdapterContext {
-    let mut ctx = AdapterContext::new(TZ, clock);
-    ctx.retry = RetryPolicy {
-        base_delay: Duration::from_millis(20),
-        max_delay: Duration::from_millis(100),
-        ..RetryPolicy::default()
-    };
-    ctx
-}
-
-fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
-    build_adapter(
-        &account(sim, default_credentials()),
-        &ctx(Arc::new(SystemClock)),
-    )
-    .expect("adapter builds")
-}
-
+/// The adapter as its own type (Search Devices is not a trait call).
 fn typed_adapter(sim: &SimHandle) -> ControlCenter {
-    ControlCenter::new(
-        &account(sim, default_credentials()),
-        &ctx(Arc::new(SystemClock)),
-    )
-    .expect("adapter builds")
+    ControlCenter::new(&cc_account(sim, default_credentials(P)), &ctx()).expect("adapter builds")
 }
 
-fn register(sim: &SimHandle, specs: Vec<SimCardSpec>) {
+fn register_specs(sim: &SimHandle, specs: Vec<SimCardSpec>) {
     sim.state().upsert_cards(specs).expect("cards register");
-}
-
-fn set_script(sim: &SimHandle, call: CallKind, steps: Vec<ScriptStep>) {
-    sim.state().set_script(Script {
-        fail_next: steps,
-        call: Some(call),
-    });
-}
-
-fn fault_kind(e: &GatewayError) -> Option<AnswerFault> {
-    match e {
-        GatewayError::Unintelligible { kind, .. } => Some(*kind),
-        _ => None,
-    }
 }
 
 fn this_month() -> NaiveDate {
@@ -107,6 +58,62 @@ fn this_month() -> NaiveDate {
 }
 
 const ICCID: &str = "89860112345678900001";
+const SECOND: &str = "89860112345678900002";
+
+/// A simulator with the one card `ICCID`, and the adapter.
+async fn one_card() -> (SimHandle, Arc<dyn CarrierGateway>) {
+    let sim = sim().await;
+    register(&sim, &[ICCID]);
+    let gw = default_adapter(&sim);
+    (sim, gw)
+}
+
+/// The adapter call the simulator counts as a request of `kind`, on `iccid`.
+async fn call(
+    gw: &dyn CarrierGateway,
+    kind: CallKind,
+    iccid: &str,
+) -> Result<NetworkStatus, GatewayError> {
+    match kind {
+        // The month total says nothing of the network: any success reads as online.
+        CallKind::Usage => gw.usage(C, iccid).await.map(|_| NetworkStatus::Online),
+        CallKind::Realname => gw.network_status(C, iccid).await,
+        CallKind::Stop => gw.stop(C, iccid).await,
+        other => panic!("no Control Center call is counted as {other:?}"),
+    }
+}
+
+/// The kind of answer fault the call of `kind` on `ICCID` reports when the next answer to it
+/// is `m`.
+async fn fault_of(
+    sim: &SimHandle,
+    gw: &dyn CarrierGateway,
+    kind: CallKind,
+    m: Malformed,
+) -> Option<AnswerFault> {
+    set_script(sim, kind, vec![ScriptStep::Malformed(m)]);
+    let e = call(gw, kind, ICCID).await.expect_err("malformed");
+    unintelligible(&e)
+}
+
+async fn network(gw: &dyn CarrierGateway, iccid: &str) -> NetworkStatus {
+    gw.network_status(C, iccid).await.expect("status")
+}
+
+async fn month_total(gw: &dyn CarrierGateway, iccid: &str) -> Decimal {
+    gw.usage(C, iccid).await.expect("usage").month_total_mb
+}
+
+fn set_limits(sim: &SimHandle, rate_limit_per_sec: Option<u64>, max_concurrent: Option<u64>) {
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            rate_limit_per_sec,
+            max_concurrent,
+            ..SimAccountPatch::default()
+        },
+    );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Get Device Usage: ctdDataUsage in bytes since the cycle start.
@@ -117,7 +124,7 @@ async fn cc_get_device_usage_ctd_bytes_are_exact_megabytes() {
     // 1,572,865 bytes: 1.5 MB and one byte, not a round megabyte.
     let odd = dec!(1572865) / dec!(1048576);
     assert_eq!(odd, dec!(1.50000095367431640625));
-    register(
+    register_specs(
         &sim,
         vec![
             SimCardSpec {
@@ -127,28 +134,21 @@ async fn cc_get_device_usage_ctd_bytes_are_exact_megabytes() {
             SimCardSpec {
                 month_total_mb: dec!(100.5),
                 growth_mb_per_query: Some(dec!(0.25)),
-                ..SimCardSpec::new("89860112345678900002")
+                ..SimCardSpec::new(SECOND)
             },
         ],
     );
-    let gw = adapter(&sim);
+    let gw = default_adapter(&sim);
 
     let u = gw.usage(C, ICCID).await.expect("usage");
     assert_eq!(u.month_total_mb, odd);
     assert_eq!(u.month, this_month());
     // Growth 0: the same figure again.
-    assert_eq!(gw.usage(C, ICCID).await.expect("usage").month_total_mb, odd);
+    assert_eq!(month_total(&*gw, ICCID).await, odd);
 
     // Each answer of a growing card adds its growth, exactly.
-    let g = "89860112345678900002";
-    assert_eq!(
-        gw.usage(C, g).await.expect("usage").month_total_mb,
-        dec!(100.75)
-    );
-    assert_eq!(
-        gw.usage(C, g).await.expect("usage").month_total_mb,
-        dec!(101.00)
-    );
+    assert_eq!(month_total(&*gw, SECOND).await, dec!(100.75));
+    assert_eq!(month_total(&*gw, SECOND).await, dec!(101.00));
 }
 
 #[tokio::test]
@@ -159,8 +159,12 @@ async fn cc_get_device_usage_a_new_billing_cycle_starts_from_zero() {
             .single()
             .expect("date"),
     ));
-    let sim = sim_with(clock.clone()).await;
-    register(
+    let sim = sim_with(SimOptions {
+        clock: clock.clone(),
+        ..SimOptions::default()
+    })
+    .await;
+    register_specs(
         &sim,
         vec![SimCardSpec {
             month_total_mb: dec!(500),
@@ -168,7 +172,7 @@ async fn cc_get_device_usage_a_new_billing_cycle_starts_from_zero() {
             ..SimCardSpec::new(ICCID)
         }],
     );
-    let gw = build_adapter(&account(&sim, default_credentials()), &ctx(clock)).expect("adapter");
+    let gw = adapter(&cc_account(&sim, default_credentials(P)), &ctx_with(clock));
     let u = gw.usage(C, ICCID).await.expect("usage");
     assert_eq!(u.month, NaiveDate::from_ymd_opt(2026, 4, 1).expect("date"));
     assert_eq!(u.month_total_mb, Decimal::ZERO);
@@ -180,34 +184,24 @@ async fn cc_get_device_usage_a_new_billing_cycle_starts_from_zero() {
 #[tokio::test]
 async fn cc_get_device_details_status_maps_to_network_status() {
     let sim = sim().await;
-    register(
+    register_specs(
         &sim,
         vec![
             SimCardSpec::new(ICCID),
             SimCardSpec {
                 network_status: NetworkStatus::Stopped,
-                ..SimCardSpec::new("89860112345678900002")
+                ..SimCardSpec::new(SECOND)
             },
         ],
     );
-    let gw = adapter(&sim);
-    assert_eq!(
-        gw.network_status(C, ICCID).await.expect("status"),
-        NetworkStatus::Online
-    );
-    assert_eq!(
-        gw.network_status(C, "89860112345678900002")
-            .await
-            .expect("status"),
-        NetworkStatus::Stopped
-    );
+    let gw = default_adapter(&sim);
+    assert_eq!(network(&*gw, ICCID).await, NetworkStatus::Online);
+    assert_eq!(network(&*gw, SECOND).await, NetworkStatus::Stopped);
 }
 
 #[tokio::test]
 async fn cc_edit_device_details_stop_then_start_answer_the_status_asked() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
+    let (sim, gw) = one_card().await;
 
     assert_eq!(
         gw.stop(C, ICCID).await.expect("stop"),
@@ -217,10 +211,7 @@ async fn cc_edit_device_details_stop_then_start_answer_the_status_asked() {
         sim.state().card(ICCID).expect("card").network_status,
         NetworkStatus::Stopped
     );
-    assert_eq!(
-        gw.network_status(C, ICCID).await.expect("status"),
-        NetworkStatus::Stopped
-    );
+    assert_eq!(network(&*gw, ICCID).await, NetworkStatus::Stopped);
     assert_eq!(
         gw.start(C, ICCID).await.expect("start"),
         NetworkStatus::Online
@@ -240,10 +231,8 @@ async fn cc_edit_device_details_stop_then_start_answer_the_status_asked() {
 
 #[tokio::test]
 async fn cc_edit_device_details_a_503_is_retried_then_applied() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
+    let (sim, gw) = one_card().await;
     set_script(&sim, CallKind::Stop, vec![ScriptStep::Status(503)]);
-    let gw = adapter(&sim);
     assert_eq!(
         gw.stop(C, ICCID).await.expect("stop"),
         NetworkStatus::Stopped
@@ -257,9 +246,7 @@ async fn cc_edit_device_details_a_503_is_retried_then_applied() {
 
 #[tokio::test]
 async fn cc_no_kyc_concept_realname_is_unsupported_without_a_request() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
+    let (sim, gw) = one_card().await;
     assert_eq!(
         gw.realname(C, ICCID).await,
         Err(GatewayError::Unsupported("realname"))
@@ -283,14 +270,14 @@ async fn cc_rate_plans_carry_no_allowance_packages_are_empty_without_a_request()
         activated_at: None,
         expires_at: None,
     };
-    register(
+    register_specs(
         &sim,
         vec![SimCardSpec {
             packages: vec![pkg],
             ..SimCardSpec::new(ICCID)
         }],
     );
-    let gw = adapter(&sim);
+    let gw = default_adapter(&sim);
     assert_eq!(gw.packages(C, ICCID).await.expect("packages"), vec![]);
     assert_eq!(sim.state().stats().requests, 0);
 }
@@ -299,7 +286,7 @@ async fn cc_rate_plans_carry_no_allowance_packages_are_empty_without_a_request()
 async fn cc_no_batch_call_batch_size_is_one_and_a_dropped_answer_fails_its_card_alone() {
     let sim = sim().await;
     let ids: Vec<String> = (1..=3).map(|i| format!("8986011234567890000{i}")).collect();
-    register(
+    register_specs(
         &sim,
         ids.iter()
             .map(|i| SimCardSpec {
@@ -308,7 +295,7 @@ async fn cc_no_batch_call_batch_size_is_one_and_a_dropped_answer_fails_its_card_
             })
             .collect(),
     );
-    let gw = adapter(&sim);
+    let gw = default_adapter(&sim);
     assert_eq!(gw.batch_size(C), 1);
     // The first card's answer comes back empty (the single-card form of a dropped card).
     set_script(
@@ -319,7 +306,7 @@ async fn cc_no_batch_call_batch_size_is_one_and_a_dropped_answer_fails_its_card_
     let out = gw.usage_batch(C, &ids).await.expect("batch");
     assert_eq!(out.len(), 3);
     assert_eq!(
-        out[0].as_ref().err().and_then(fault_kind),
+        out[0].as_ref().err().and_then(unintelligible),
         Some(AnswerFault::MissingField)
     );
     for r in &out[1..] {
@@ -330,16 +317,23 @@ async fn cc_no_batch_call_batch_size_is_one_and_a_dropped_answer_fails_its_card_
 // ---------------------------------------------------------------------------------------------
 // Search Devices.
 
-#[tokio::test]
-async fn cc_search_devices_pages_of_50_modified_since() {
+/// A simulator with `n` cards registered 5 s after the instant returned, the typed adapter
+/// and the cards' ICCIDs in order.
+async fn searchable(n: u32) -> (SimHandle, ControlCenter, DateTime<Utc>, Vec<String>) {
     let sim = sim().await;
     let before = Utc::now() - chrono::Duration::seconds(5);
-    let ids: Vec<String> = (0..60).map(|i| format!("898601123456789{i:05}")).collect();
-    register(
+    let ids: Vec<String> = (0..n).map(|i| format!("898601123456789{i:05}")).collect();
+    register_specs(
         &sim,
         ids.iter().map(|i| SimCardSpec::new(i.clone())).collect(),
     );
     let cc = typed_adapter(&sim);
+    (sim, cc, before, ids)
+}
+
+#[tokio::test]
+async fn cc_search_devices_pages_of_50_modified_since() {
+    let (_sim, cc, before, ids) = searchable(60).await;
 
     let p1 = cc.modified_since(before, 1).await.expect("page 1");
     assert_eq!(
@@ -379,23 +373,19 @@ async fn cc_search_devices_pages_of_50_modified_since() {
 
 #[tokio::test]
 async fn cc_search_devices_malformed_pages_never_misattribute() {
-    let sim = sim().await;
-    let before = Utc::now() - chrono::Duration::seconds(5);
-    let ids: Vec<String> = (0..3).map(|i| format!("898601123456789{i:05}")).collect();
-    register(
-        &sim,
-        ids.iter().map(|i| SimCardSpec::new(i.clone())).collect(),
-    );
-    let cc = typed_adapter(&sim);
+    let (sim, cc, before, ids) = searchable(3).await;
 
     set_script(
         &sim,
         CallKind::Realname,
-        vec![
-            ScriptStep::Malformed(Malformed::DropLast),
-            ScriptStep::Malformed(Malformed::UnknownStatus),
-            ScriptStep::Malformed(Malformed::Html),
-        ],
+        [
+            Malformed::DropLast,
+            Malformed::UnknownStatus,
+            Malformed::Html,
+        ]
+        .into_iter()
+        .map(ScriptStep::Malformed)
+        .collect(),
     );
     let dropped = cc.modified_since(before, 1).await.expect("page");
     assert_eq!(dropped.devices.len(), 2);
@@ -403,13 +393,17 @@ async fn cc_search_devices_malformed_pages_never_misattribute() {
 
     let odd = cc.modified_since(before, 1).await.expect("page");
     assert_eq!(
-        odd.devices[0].network.as_ref().err().and_then(fault_kind),
+        odd.devices[0]
+            .network
+            .as_ref()
+            .err()
+            .and_then(unintelligible),
         Some(AnswerFault::UnknownStatus)
     );
     assert!(odd.devices[1..].iter().all(|d| d.network.is_ok()));
 
     let html = cc.modified_since(before, 1).await.expect_err("html");
-    assert_eq!(fault_kind(&html), Some(AnswerFault::NotJson));
+    assert_eq!(unintelligible(&html), Some(AnswerFault::NotJson));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -417,16 +411,11 @@ async fn cc_search_devices_malformed_pages_never_misattribute() {
 
 #[tokio::test]
 async fn cc_error_handling_an_html_page_is_not_json() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
-    set_script(
-        &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::Html)],
+    let (sim, gw) = one_card().await;
+    assert_eq!(
+        fault_of(&sim, &*gw, CallKind::Usage, Malformed::Html).await,
+        Some(AnswerFault::NotJson)
     );
-    let e = gw.usage(C, ICCID).await.expect_err("html");
-    assert_eq!(fault_kind(&e), Some(AnswerFault::NotJson));
     // Not a usage answer: the card's total did not move.
     assert_eq!(sim.state().card(ICCID).expect("card").usage_queries, 0);
 }
@@ -434,59 +423,33 @@ async fn cc_error_handling_an_html_page_is_not_json() {
 #[tokio::test]
 async fn cc_error_handling_an_answer_for_another_iccid_is_refused() {
     let sim = sim().await;
-    register(
+    register_specs(
         &sim,
         vec![SimCardSpec {
             month_total_mb: dec!(10),
             ..SimCardSpec::new(ICCID)
         }],
     );
-    let gw = adapter(&sim);
-    set_script(
-        &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
-    );
-    let e = gw.usage(C, ICCID).await.expect_err("wrong iccid");
-    assert_eq!(fault_kind(&e), Some(AnswerFault::WrongIccid));
-    set_script(
-        &sim,
-        CallKind::Realname,
-        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
-    );
-    let e = gw.network_status(C, ICCID).await.expect_err("wrong iccid");
-    assert_eq!(fault_kind(&e), Some(AnswerFault::WrongIccid));
-    set_script(
-        &sim,
-        CallKind::Stop,
-        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
-    );
-    let e = gw.stop(C, ICCID).await.expect_err("wrong iccid");
-    assert_eq!(fault_kind(&e), Some(AnswerFault::WrongIccid));
+    let gw = default_adapter(&sim);
+    for kind in [CallKind::Usage, CallKind::Realname, CallKind::Stop] {
+        assert_eq!(
+            fault_of(&sim, &*gw, kind, Malformed::WrongIccid).await,
+            Some(AnswerFault::WrongIccid),
+            "{kind:?}"
+        );
+    }
 }
 
 #[tokio::test]
 async fn cc_sim_status_values_an_undocumented_status_is_refused() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
-    set_script(
-        &sim,
-        CallKind::Realname,
-        vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
-    );
-    let e = gw
-        .network_status(C, ICCID)
-        .await
-        .expect_err("unknown status");
-    assert_eq!(fault_kind(&e), Some(AnswerFault::UnknownStatus));
-    set_script(
-        &sim,
-        CallKind::Stop,
-        vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
-    );
-    let e = gw.stop(C, ICCID).await.expect_err("unknown status");
-    assert_eq!(fault_kind(&e), Some(AnswerFault::UnknownStatus));
+    let (sim, gw) = one_card().await;
+    for kind in [CallKind::Realname, CallKind::Stop] {
+        assert_eq!(
+            fault_of(&sim, &*gw, kind, Malformed::UnknownStatus).await,
+            Some(AnswerFault::UnknownStatus),
+            "{kind:?}"
+        );
+    }
     assert_eq!(
         sim.state().card(ICCID).expect("card").network_status,
         NetworkStatus::Online
@@ -496,21 +459,20 @@ async fn cc_sim_status_values_an_undocumented_status_is_refused() {
 #[tokio::test]
 async fn cc_error_codes_20000001_unknown_iccid_is_not_found() {
     let sim = sim().await;
-    let gw = adapter(&sim);
+    let gw = default_adapter(&sim);
     let unknown = "89860199999999999999";
-    assert_eq!(gw.usage(C, unknown).await, Err(GatewayError::NotFound));
-    assert_eq!(
-        gw.network_status(C, unknown).await,
-        Err(GatewayError::NotFound)
-    );
-    assert_eq!(gw.stop(C, unknown).await, Err(GatewayError::NotFound));
+    for kind in [CallKind::Usage, CallKind::Realname, CallKind::Stop] {
+        assert_eq!(
+            call(&*gw, kind, unknown).await,
+            Err(GatewayError::NotFound),
+            "{kind:?}"
+        );
+    }
 }
 
 #[tokio::test]
 async fn cc_error_codes_5xx_is_a_carrier_error() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
+    let (sim, gw) = one_card().await;
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(500)]);
     match gw.usage(C, ICCID).await {
         Err(GatewayError::Carrier { status: 500, body }) => assert!(body.contains("30000001")),
@@ -526,14 +488,18 @@ async fn cc_error_codes_5xx_is_a_carrier_error() {
 // ---------------------------------------------------------------------------------------------
 // Authentication: HTTP Basic `username:api_key`.
 
+/// The simulator's user with another key.
+fn wrong_key(key: &str) -> Credentials {
+    Credentials::new()
+        .with("username", "sim-cc-user")
+        .with("api_key", key)
+}
+
 #[tokio::test]
 async fn cc_authentication_invalid_credentials_are_auth_after_one_request() {
     let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let wrong = Credentials::new()
-        .with("username", "sim-cc-user")
-        .with("api_key", "not-the-key-4242");
-    let gw = build_adapter(&account(&sim, wrong), &ctx(Arc::new(SystemClock))).expect("adapter");
+    register(&sim, &[ICCID]);
+    let gw = adapter_with(&sim, wrong_key("not-the-key-4242"));
     let e = gw.usage(C, ICCID).await.expect_err("refused");
     assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
     assert!(e.to_string().contains("10000001"), "{e}");
@@ -547,9 +513,7 @@ async fn cc_authentication_invalid_credentials_are_auth_after_one_request() {
 
 #[tokio::test]
 async fn cc_authentication_has_no_token_a_rotated_key_is_auth_at_once() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
+    let (sim, gw) = one_card().await;
     gw.probe(C).await.expect("probe");
     // No token is ever issued: nothing expires mid-run.
     assert_eq!(sim.state().expire_tokens(P), 0);
@@ -574,22 +538,11 @@ async fn cc_authentication_has_no_token_a_rotated_key_is_auth_at_once() {
 
 #[tokio::test]
 async fn cc_authentication_no_error_shows_a_credential() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
+    let (sim, gw) = one_card().await;
     let key = "sim-cc-api-key";
     let basic = "c2ltLWNjLXVzZXI6c2ltLWNjLWFwaS1rZXk="; // base64("sim-cc-user:sim-cc-api-key")
-    let gw = adapter(&sim);
     let bad_key = "secret-wrong-key-9876";
-    let bad = build_adapter(
-        &account(
-            &sim,
-            Credentials::new()
-                .with("username", "sim-cc-user")
-                .with("api_key", bad_key),
-        ),
-        &ctx(Arc::new(SystemClock)),
-    )
-    .expect("adapter");
+    let bad = adapter_with(&sim, wrong_key(bad_key));
 
     let mut errors = vec![bad.usage(C, ICCID).await.expect_err("auth")];
     for step in [
@@ -607,11 +560,7 @@ async fn cc_authentication_no_error_shows_a_credential() {
             .expect_err("unknown"),
     );
     for e in &errors {
-        for text in [e.to_string(), format!("{e:?}")] {
-            for secret in [key, basic, bad_key] {
-                assert!(!text.contains(secret), "{text} shows a credential");
-            }
-        }
+        assert_no_secret(e, &[key, basic, bad_key]);
     }
     let typed = typed_adapter(&sim);
     let debug = format!("{typed:?}");
@@ -623,9 +572,7 @@ async fn cc_authentication_no_error_shows_a_credential() {
 
 #[tokio::test]
 async fn cc_authentication_probe_is_one_harmless_search() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    let gw = adapter(&sim);
+    let (sim, gw) = one_card().await;
     gw.probe(C).await.expect("probe");
     assert_eq!(sim.state().stats().requests, 1);
     let view = sim.state().card(ICCID).expect("card");
@@ -644,17 +591,8 @@ fn wall_ms() -> u128 {
 
 #[tokio::test]
 async fn cc_api_limits_the_sixth_call_within_a_second_is_throttled() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    sim.state().set_account(
-        P,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(5),
-            max_concurrent: Some(1),
-            ..SimAccountPatch::default()
-        },
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = one_card().await;
+    set_limits(&sim, Some(5), Some(1));
     // Six calls within one wall-clock second; tried again should they straddle two.
     for _ in 0..3 {
         let ms = wall_ms() % 1000;
@@ -697,14 +635,8 @@ async fn cc_api_limits_the_sixth_call_within_a_second_is_throttled() {
 #[tokio::test]
 async fn cc_api_limits_a_second_concurrent_call_is_refused() {
     let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new(ICCID)]);
-    sim.state().set_account(
-        P,
-        SimAccountPatch {
-            max_concurrent: Some(1),
-            ..SimAccountPatch::default()
-        },
-    );
+    register(&sim, &[ICCID]);
+    set_limits(&sim, None, Some(1));
     sim.state()
         .set_faults(FaultsPatch {
             latency_ms: Some(300),
@@ -713,9 +645,9 @@ async fn cc_api_limits_a_second_concurrent_call_is_refused() {
         .expect("faults");
 
     // An adapter without our own bound sends both at once: the platform refuses one.
-    let mut unbounded = account(&sim, default_credentials());
+    let mut unbounded = cc_account(&sim, default_credentials(P));
     unbounded.limits.max_concurrent = 0;
-    let gw = build_adapter(&unbounded, &ctx(Arc::new(SystemClock))).expect("adapter");
+    let gw = adapter(&unbounded, &ctx());
     let (a, b) = tokio::join!(gw.network_status(C, ICCID), gw.network_status(C, ICCID));
     let mut outcomes = [a, b];
     outcomes.sort_by_key(|r| r.is_err());
@@ -727,7 +659,7 @@ async fn cc_api_limits_a_second_concurrent_call_is_refused() {
     );
 
     // With the platform's published bound (max_concurrent 1, the default), both pass in turn.
-    let gw = adapter(&sim);
+    let gw = default_adapter(&sim);
     let (a, b) = tokio::join!(gw.network_status(C, ICCID), gw.network_status(C, ICCID));
     assert_eq!(
         (a, b),
