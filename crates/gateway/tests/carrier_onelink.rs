@@ -1,91 +1,79 @@
 //! The OneLink EC API v5 adapter against the simulator's OneLink platform, in-process on port 0.
 //! Test names carry the section of `docs/carriers/onelink.md` they follow.
 
+mod common;
+
 use axum::Router;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::get;
 use chrono::{Months, Utc};
+use common::carriers::*;
+use common::sim;
 use domain::{
     CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol, Credentials,
-    NetworkStatus, PackageStatus, RealNameStatus, SystemClock,
+    NetworkStatus, PackageStatus, RealNameStatus,
 };
 use gateway::carriers::units::month_of;
-use gateway::carriers::{AdapterContext, build_adapter};
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
-use gateway_sim::{
-    Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardPatch, SimCardSpec,
-    SimHandle, SimOptions, SimServer,
-};
+use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle};
 use rust_decimal_macros::dec;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const P: CarrierProtocol = CarrierProtocol::OneLink;
 const C: CarrierId = CarrierId(7);
 const TZ: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 
-async fn sim() -> SimHandle {
-    SimServer::start(SimOptions::default())
-        .await
-        .expect("sim starts")
-}
-
-fn default_credentials() -> BTreeMap<String, String> {
-    SimAccount::default_for(P).credentials
-}
-
-fn account(
-    base_url: String,
-    creds: &BTreeMap<String, String>,
-    limits: CarrierLimits,
-) -> CarrierAccount {
-    let credentials = creds
-        .iter()
-        .fold(Credentials::new(), |c, (k, v)| c.with(k.clone(), v.clone()));
+/// The simulated platform's account, with `creds` and `limits`.
+fn onelink_account(sim: &SimHandle, creds: Credentials, limits: CarrierLimits) -> CarrierAccount {
     CarrierAccount {
-        carrier_id: C,
-        name: "China Mobile".into(),
-        protocol: P,
-        base_url,
-        credentials,
         limits,
-        enabled: true,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
+        ..account(sim, P, C, creds, limits.timeout_ms)
     }
-}
-
-fn ctx() -> AdapterContext {
-    AdapterContext::new(TZ, Arc::new(SystemClock))
 }
 
 fn adapter_with(
     sim: &SimHandle,
-    creds: &BTreeMap<String, String>,
+    creds: Credentials,
     limits: CarrierLimits,
 ) -> Arc<dyn CarrierGateway> {
-    build_adapter(&account(sim.url_of(P), creds, limits), &ctx()).expect("adapter builds")
+    adapter(&onelink_account(sim, creds, limits), &ctx())
 }
 
-fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
-    adapter_with(sim, &default_credentials(), P.default_limits())
+fn onelink(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
+    adapter_with(sim, default_credentials(P), P.default_limits())
 }
 
-fn register(sim: &SimHandle, specs: Vec<SimCardSpec>) {
-    sim.state().upsert_cards(specs).expect("cards register");
+/// The simulator with `cards`, and the adapter of its account.
+async fn setup(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
+    let sim = sim().await;
+    sim.state().upsert_cards(cards).expect("cards register");
+    let gw = onelink(&sim);
+    (sim, gw)
 }
 
-fn set_script(sim: &SimHandle, call: CallKind, steps: Vec<ScriptStep>) {
-    sim.state().set_script(Script {
-        fail_next: steps,
-        call: Some(call),
-    });
+/// A stand-in platform serving `app` on port 0, and the adapter of the simulator's account
+/// pointed at it.
+async fn stand_in(sim: &SimHandle, app: Router) -> Arc<dyn CarrierGateway> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let account = CarrierAccount {
+        base_url: format!("http://{addr}"),
+        ..onelink_account(sim, default_credentials(P), P.default_limits())
+    };
+    adapter(&account, &ctx())
+}
+
+fn set_account(sim: &SimHandle, patch: SimAccountPatch) {
+    sim.state().set_account(P, patch);
 }
 
 fn no_change_lock(sim: &SimHandle) {
-    sim.state().set_account(
-        P,
+    set_account(
+        sim,
         SimAccountPatch {
             change_lock_secs: Some(0),
             ..SimAccountPatch::default()
@@ -97,24 +85,62 @@ fn by_call(sim: &SimHandle, call: &str) -> u64 {
     sim.state().stats().by_call[call]
 }
 
-fn unintelligible(r: Result<impl std::fmt::Debug, GatewayError>) -> AnswerFault {
-    match r {
-        Err(GatewayError::Unintelligible { kind, .. }) => kind,
-        other => panic!("expected an answer not understood, got {other:?}"),
+fn iccids(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// One card's calls, to run several through one table.
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Realname,
+    NetworkStatus,
+    Usage,
+    Packages,
+    Stop,
+}
+
+/// `call` of `iccid`, its answer dropped.
+async fn one(gw: &Arc<dyn CarrierGateway>, call: Call, iccid: &str) -> Result<(), GatewayError> {
+    match call {
+        Call::Realname => gw.realname(C, iccid).await.map(drop),
+        Call::NetworkStatus => gw.network_status(C, iccid).await.map(drop),
+        Call::Usage => gw.usage(C, iccid).await.map(drop),
+        Call::Packages => gw.packages(C, iccid).await.map(drop),
+        Call::Stop => gw.stop(C, iccid).await.map(drop),
     }
 }
 
-fn iccids(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
+/// `malformed` scripted for the next requests of `kind` (one per call), then each of `calls` of
+/// `iccid` is an answer not understood of its fault.
+async fn assert_not_understood(
+    sim: &SimHandle,
+    gw: &Arc<dyn CarrierGateway>,
+    iccid: &str,
+    (kind, malformed): (CallKind, Malformed),
+    calls: &[(Call, AnswerFault)],
+) {
+    set_script(
+        sim,
+        kind,
+        vec![ScriptStep::Malformed(malformed); calls.len()],
+    );
+    for &(call, fault) in calls {
+        let e = one(gw, call, iccid)
+            .await
+            .expect_err("an answer not understood");
+        assert_eq!(
+            unintelligible(&e),
+            Some(fault),
+            "{malformed:?}: {call:?} gave {e:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- 5 authentication
 
 #[tokio::test]
 async fn onelink_5_1_get_token_is_cached_and_renewed_when_expired() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600A1")]);
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600A1")]).await;
 
     gw.usage(C, "898600A1").await.unwrap();
     gw.usage(C, "898600A1").await.unwrap();
@@ -134,8 +160,8 @@ async fn onelink_5_1_get_token_is_cached_and_renewed_when_expired() {
     );
 
     // A short-lived token is renewed before it lapses, without a refusal.
-    sim.state().set_account(
-        P,
+    set_account(
+        &sim,
         SimAccountPatch {
             token_ttl_secs: Some(1),
             ..SimAccountPatch::default()
@@ -150,11 +176,9 @@ async fn onelink_5_1_get_token_is_cached_and_renewed_when_expired() {
 
 #[tokio::test]
 async fn onelink_5_1_refused_credentials_are_auth_without_a_second_decision() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600B1")]);
-    let mut creds = default_credentials();
-    creds.insert("password".into(), "not-the-password".into());
-    let gw = adapter_with(&sim, &creds, P.default_limits());
+    let (sim, _) = setup(vec![SimCardSpec::new("898600B1")]).await;
+    let creds = default_credentials(P).with("password", "not-the-password");
+    let gw = adapter_with(&sim, creds, P.default_limits());
 
     let e = gw.usage(C, "898600B1").await.unwrap_err();
     assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
@@ -169,10 +193,10 @@ async fn onelink_5_1_refused_credentials_are_auth_without_a_second_decision() {
         (card.stop_calls, card.network_status),
         (0, NetworkStatus::Online)
     );
-    assert!(!format!("{e} {e:?}").contains("not-the-password"));
+    assert_no_secret(&e, &["not-the-password"]);
 
     assert!(matches!(gw.probe(C).await, Err(GatewayError::Auth(_))));
-    assert_eq!(adapter(&sim).probe(C).await, Ok(()));
+    assert_eq!(onelink(&sim).probe(C).await, Ok(()));
     sim.shutdown().await.unwrap();
 }
 
@@ -202,18 +226,8 @@ async fn onelink_5_1_a_token_refused_after_renewal_is_auth() {
                 }))
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let gw = build_adapter(
-        &account(
-            format!("http://{addr}"),
-            &default_credentials(),
-            P.default_limits(),
-        ),
-        &ctx(),
-    )
-    .unwrap();
+    let sim = sim().await;
+    let gw = stand_in(&sim, app).await;
 
     let e = gw.usage(C, "898600B2").await.unwrap_err();
     assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
@@ -223,21 +237,18 @@ async fn onelink_5_1_a_token_refused_after_renewal_is_auth() {
         "the first token and one renewal"
     );
     assert_eq!(QUERIES.load(Ordering::SeqCst), 2, "no loop");
+    sim.shutdown().await.unwrap();
 }
 
 // ---------------------------------------------------------------- 6 real-name
 
 #[tokio::test]
 async fn onelink_6_1_realname_status_and_its_change() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![SimCardSpec {
-            real_name_status: RealNameStatus::NotVerified,
-            ..SimCardSpec::new("898600C1")
-        }],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec {
+        real_name_status: RealNameStatus::NotVerified,
+        ..SimCardSpec::new("898600C1")
+    }])
+    .await;
     assert_eq!(
         gw.realname(C, "898600C1").await,
         Ok(RealNameStatus::NotVerified)
@@ -262,27 +273,23 @@ async fn onelink_6_1_realname_status_and_its_change() {
 
 #[tokio::test]
 async fn onelink_7_1_usage_in_kb_is_exact_megabytes() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![
-            SimCardSpec {
-                month_total_mb: dec!(100.5),
-                ..SimCardSpec::new("898600D1")
-            },
-            // 1025 KB: not a round megabyte.
-            SimCardSpec {
-                month_total_mb: dec!(1.0009765625),
-                ..SimCardSpec::new("898600D2")
-            },
-            SimCardSpec {
-                month_total_mb: dec!(10),
-                growth_mb_per_query: Some(dec!(0.25)),
-                ..SimCardSpec::new("898600D3")
-            },
-        ],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![
+        SimCardSpec {
+            month_total_mb: dec!(100.5),
+            ..SimCardSpec::new("898600D1")
+        },
+        // 1025 KB: not a round megabyte.
+        SimCardSpec {
+            month_total_mb: dec!(1.0009765625),
+            ..SimCardSpec::new("898600D2")
+        },
+        SimCardSpec {
+            month_total_mb: dec!(10),
+            growth_mb_per_query: Some(dec!(0.25)),
+            ..SimCardSpec::new("898600D3")
+        },
+    ])
+    .await;
     let this_month = month_of(Utc::now(), TZ);
 
     let u = gw.usage(C, "898600D1").await.unwrap();
@@ -309,19 +316,15 @@ async fn onelink_7_1_usage_in_kb_is_exact_megabytes() {
 
 #[tokio::test]
 async fn onelink_7_2_a_new_month_starts_from_zero() {
-    let sim = sim().await;
     let this_month = month_of(Utc::now(), TZ);
     let last_month = this_month.checked_sub_months(Months::new(1)).unwrap();
-    register(
-        &sim,
-        vec![SimCardSpec {
-            month_total_mb: dec!(500),
-            growth_mb_per_query: Some(dec!(1.5)),
-            month: Some(last_month.format("%Y-%m").to_string()),
-            ..SimCardSpec::new("898600E1")
-        }],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec {
+        month_total_mb: dec!(500),
+        growth_mb_per_query: Some(dec!(1.5)),
+        month: Some(last_month.format("%Y-%m").to_string()),
+        ..SimCardSpec::new("898600E1")
+    }])
+    .await;
     let u = gw.usage(C, "898600E1").await.unwrap();
     assert_eq!(u.month, this_month);
     assert_eq!(u.month_total_mb, dec!(1.5));
@@ -332,7 +335,6 @@ async fn onelink_7_2_a_new_month_starts_from_zero() {
 
 #[tokio::test]
 async fn onelink_8_1_offerings_margin_become_packages() {
-    let sim = sim().await;
     let pkg = |id: &str, status, used, limit| CarrierPackage {
         external_id: id.into(),
         status,
@@ -341,28 +343,25 @@ async fn onelink_8_1_offerings_margin_become_packages() {
         activated_at: None,
         expires_at: None,
     };
-    register(
-        &sim,
-        vec![SimCardSpec {
-            packages: vec![
-                pkg(
-                    "OFFER-1",
-                    PackageStatus::Active,
-                    dec!(12.5),
-                    Some(dec!(1024)),
-                ),
-                pkg("OFFER-2", PackageStatus::Active, dec!(0.0009765625), None),
-                pkg(
-                    "OFFER-OLD",
-                    PackageStatus::Expired,
-                    dec!(30),
-                    Some(dec!(30)),
-                ),
-            ],
-            ..SimCardSpec::new("898600F1")
-        }],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec {
+        packages: vec![
+            pkg(
+                "OFFER-1",
+                PackageStatus::Active,
+                dec!(12.5),
+                Some(dec!(1024)),
+            ),
+            pkg("OFFER-2", PackageStatus::Active, dec!(0.0009765625), None),
+            pkg(
+                "OFFER-OLD",
+                PackageStatus::Expired,
+                dec!(30),
+                Some(dec!(30)),
+            ),
+        ],
+        ..SimCardSpec::new("898600F1")
+    }])
+    .await;
     assert_eq!(
         gw.packages(C, "898600F1").await.unwrap(),
         vec![
@@ -383,18 +382,14 @@ async fn onelink_8_1_offerings_margin_become_packages() {
 
 #[tokio::test]
 async fn onelink_9_1_sim_status_is_read_without_changing_it() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![
-            SimCardSpec::new("898600G1"),
-            SimCardSpec {
-                network_status: NetworkStatus::Stopped,
-                ..SimCardSpec::new("898600G2")
-            },
-        ],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![
+        SimCardSpec::new("898600G1"),
+        SimCardSpec {
+            network_status: NetworkStatus::Stopped,
+            ..SimCardSpec::new("898600G2")
+        },
+    ])
+    .await;
     assert_eq!(
         gw.network_status(C, "898600G1").await,
         Ok(NetworkStatus::Online)
@@ -411,10 +406,8 @@ async fn onelink_9_1_sim_status_is_read_without_changing_it() {
 
 #[tokio::test]
 async fn onelink_10_1_stop_then_start_answer_the_status_after() {
-    let sim = sim().await;
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600H1")]).await;
     no_change_lock(&sim);
-    register(&sim, vec![SimCardSpec::new("898600H1")]);
-    let gw = adapter(&sim);
 
     assert_eq!(gw.stop(C, "898600H1").await, Ok(NetworkStatus::Stopped));
     assert_eq!(
@@ -442,15 +435,11 @@ async fn onelink_10_1_stop_then_start_answer_the_status_after() {
 
 #[tokio::test]
 async fn onelink_10_1_stopping_a_stopped_card_is_done_without_a_change() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![SimCardSpec {
-            network_status: NetworkStatus::Stopped,
-            ..SimCardSpec::new("898600H2")
-        }],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec {
+        network_status: NetworkStatus::Stopped,
+        ..SimCardSpec::new("898600H2")
+    }])
+    .await;
     // The platform refuses (12035, the status does not allow it); the adapter reads the status.
     assert_eq!(gw.stop(C, "898600H2").await, Ok(NetworkStatus::Stopped));
     let v = sim.state().card("898600H2").unwrap();
@@ -460,10 +449,8 @@ async fn onelink_10_1_stopping_a_stopped_card_is_done_without_a_change() {
 
 #[tokio::test]
 async fn onelink_10_2_a_second_change_within_the_lock_is_change_locked_and_not_retried() {
-    let sim = sim().await;
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600H3")]).await;
     assert_eq!(sim.state().account(P).change_lock_secs, 300);
-    register(&sim, vec![SimCardSpec::new("898600H3")]);
-    let gw = adapter(&sim);
 
     assert_eq!(gw.stop(C, "898600H3").await, Ok(NetworkStatus::Stopped));
     let e = gw.start(C, "898600H3").await.unwrap_err();
@@ -490,24 +477,20 @@ async fn onelink_10_2_a_second_change_within_the_lock_is_change_locked_and_not_r
 
 #[tokio::test]
 async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![
-            SimCardSpec {
-                real_name_status: RealNameStatus::NotVerified,
-                month_total_mb: dec!(2.5),
-                ..SimCardSpec::new("898600J1")
-            },
-            SimCardSpec {
-                network_status: NetworkStatus::Stopped,
-                month_total_mb: dec!(0.0009765625),
-                ..SimCardSpec::new("898600J2")
-            },
-            SimCardSpec::new("898600J3"),
-        ],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![
+        SimCardSpec {
+            real_name_status: RealNameStatus::NotVerified,
+            month_total_mb: dec!(2.5),
+            ..SimCardSpec::new("898600J1")
+        },
+        SimCardSpec {
+            network_status: NetworkStatus::Stopped,
+            month_total_mb: dec!(0.0009765625),
+            ..SimCardSpec::new("898600J2")
+        },
+        SimCardSpec::new("898600J3"),
+    ])
+    .await;
     assert_eq!(gw.batch_size(C), 100);
     let asked = iccids(&["898600J3", "898600J1", "unknown-card", "898600J2"]);
 
@@ -550,25 +533,21 @@ async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
 
 #[tokio::test]
 async fn onelink_11_2_a_card_dropped_from_a_batch_answer_is_missing() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![
-            SimCardSpec {
-                month_total_mb: dec!(1),
-                ..SimCardSpec::new("898600K1")
-            },
-            SimCardSpec {
-                month_total_mb: dec!(2),
-                ..SimCardSpec::new("898600K2")
-            },
-            SimCardSpec {
-                month_total_mb: dec!(3),
-                ..SimCardSpec::new("898600K3")
-            },
-        ],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![
+        SimCardSpec {
+            month_total_mb: dec!(1),
+            ..SimCardSpec::new("898600K1")
+        },
+        SimCardSpec {
+            month_total_mb: dec!(2),
+            ..SimCardSpec::new("898600K2")
+        },
+        SimCardSpec {
+            month_total_mb: dec!(3),
+            ..SimCardSpec::new("898600K3")
+        },
+    ])
+    .await;
     set_script(
         &sim,
         CallKind::Usage,
@@ -586,18 +565,14 @@ async fn onelink_11_2_a_card_dropped_from_a_batch_answer_is_missing() {
 
 #[tokio::test]
 async fn onelink_11_2_a_batch_item_naming_another_card_is_never_attributed() {
-    let sim = sim().await;
-    register(
-        &sim,
-        vec![
-            SimCardSpec {
-                real_name_status: RealNameStatus::NotVerified,
-                ..SimCardSpec::new("898600L1")
-            },
-            SimCardSpec::new("898600L2"),
-        ],
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![
+        SimCardSpec {
+            real_name_status: RealNameStatus::NotVerified,
+            ..SimCardSpec::new("898600L1")
+        },
+        SimCardSpec::new("898600L2"),
+    ])
+    .await;
     gw.probe(C).await.unwrap();
     gw.usage(C, "898600L2").await.unwrap(); // the token is cached before the script
     set_script(
@@ -619,30 +594,29 @@ async fn onelink_11_2_a_batch_item_naming_another_card_is_never_attributed() {
 
 #[tokio::test]
 async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the_platform_limit() {
-    let sim = sim().await;
     let cards = ["898600M1", "898600M2", "898600M3", "898600M4", "898600M5"];
-    register(&sim, cards.iter().map(|c| SimCardSpec::new(*c)).collect());
+    let (sim, _) = setup(cards.iter().map(|c| SimCardSpec::new(*c)).collect()).await;
 
     // Our batch size 2: five cards in three requests.
     let limits = CarrierLimits {
         batch_size: 2,
         ..P.default_limits()
     };
-    let gw = adapter_with(&sim, &default_credentials(), limits);
+    let gw = adapter_with(&sim, default_credentials(P), limits);
     assert_eq!(gw.batch_size(C), 2);
     let got = gw.usage_batch(C, &iccids(&cards)).await.unwrap();
     assert!(got.iter().all(|r| r.is_ok()), "{got:?}");
     assert_eq!(by_call(&sim, "usage"), 3);
 
     // A platform that takes fewer cards than we send refuses the request (12034).
-    sim.state().set_account(
-        P,
+    set_account(
+        &sim,
         SimAccountPatch {
             batch_limit: Some(2),
             ..SimAccountPatch::default()
         },
     );
-    let e = adapter(&sim)
+    let e = onelink(&sim)
         .usage_batch(C, &iccids(&cards[..3]))
         .await
         .unwrap_err();
@@ -657,7 +631,7 @@ async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the
         ..P.default_limits()
     };
     assert_eq!(
-        adapter_with(&sim, &default_credentials(), big).batch_size(C),
+        adapter_with(&sim, default_credentials(P), big).batch_size(C),
         100
     );
     sim.shutdown().await.unwrap();
@@ -667,100 +641,76 @@ async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the
 
 #[tokio::test]
 async fn onelink_3_2_an_html_page_is_not_json() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600N1")]);
-    let gw = adapter(&sim);
-    set_script(
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600N1")]).await;
+    assert_not_understood(
         &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::Html)],
-    );
-    assert_eq!(
-        unintelligible(gw.usage(C, "898600N1").await),
-        AnswerFault::NotJson
-    );
+        &gw,
+        "898600N1",
+        (CallKind::Usage, Malformed::Html),
+        &[(Call::Usage, AnswerFault::NotJson)],
+    )
+    .await;
     sim.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn onelink_3_2_an_answer_naming_another_card_is_wrong_iccid() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600N2")]);
-    let gw = adapter(&sim);
-    set_script(
-        &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
-    );
-    assert_eq!(
-        unintelligible(gw.usage(C, "898600N2").await),
-        AnswerFault::WrongIccid
-    );
-    set_script(
-        &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::DropLast)],
-    );
-    assert_eq!(
-        unintelligible(gw.usage(C, "898600N2").await),
-        AnswerFault::MissingField,
-        "a single-card answer without its card"
-    );
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600N2")]).await;
+    // `DropLast`: a single-card answer without its card.
+    for (malformed, fault) in [
+        (Malformed::WrongIccid, AnswerFault::WrongIccid),
+        (Malformed::DropLast, AnswerFault::MissingField),
+    ] {
+        let calls = [(Call::Usage, fault)];
+        assert_not_understood(&sim, &gw, "898600N2", (CallKind::Usage, malformed), &calls).await;
+    }
     sim.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn onelink_3_2_a_status_outside_the_table_is_unknown_status() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600N3")]);
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600N3")]).await;
     gw.usage(C, "898600N3").await.unwrap(); // the token is cached before the script
-    set_script(
+    assert_not_understood(
         &sim,
-        CallKind::Realname,
-        vec![
-            ScriptStep::Malformed(Malformed::UnknownStatus),
-            ScriptStep::Malformed(Malformed::UnknownStatus),
+        &gw,
+        "898600N3",
+        (CallKind::Realname, Malformed::UnknownStatus),
+        &[
+            (Call::Realname, AnswerFault::UnknownStatus),
+            (Call::NetworkStatus, AnswerFault::UnknownStatus),
         ],
-    );
-    assert_eq!(
-        unintelligible(gw.realname(C, "898600N3").await),
-        AnswerFault::UnknownStatus
-    );
-    assert_eq!(
-        unintelligible(gw.network_status(C, "898600N3").await),
-        AnswerFault::UnknownStatus
-    );
+    )
+    .await;
     // A status code of the envelope outside the documented table.
-    set_script(
+    assert_not_understood(
         &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
-    );
-    assert_eq!(
-        unintelligible(gw.usage(C, "898600N3").await),
-        AnswerFault::UnknownCode
-    );
+        &gw,
+        "898600N3",
+        (CallKind::Usage, Malformed::UnknownStatus),
+        &[(Call::Usage, AnswerFault::UnknownCode)],
+    )
+    .await;
     sim.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn onelink_3_1_unknown_card_is_not_found() {
-    let sim = sim().await;
-    let gw = adapter(&sim);
-    assert_eq!(gw.usage(C, "nope").await, Err(GatewayError::NotFound));
-    assert_eq!(gw.realname(C, "nope").await, Err(GatewayError::NotFound));
-    assert_eq!(gw.packages(C, "nope").await, Err(GatewayError::NotFound));
-    assert_eq!(gw.stop(C, "nope").await, Err(GatewayError::NotFound));
+    let (sim, gw) = setup(vec![]).await;
+    for call in [Call::Usage, Call::Realname, Call::Packages, Call::Stop] {
+        assert_eq!(
+            one(&gw, call, "nope").await,
+            Err(GatewayError::NotFound),
+            "{call:?}"
+        );
+    }
     assert_eq!(by_call(&sim, "stop"), 1, "a NotFound is final");
     sim.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn onelink_3_3_server_errors_are_carrier_and_throttling_is_throttled() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600P1")]);
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600P1")]).await;
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(503)]);
     match gw.usage(C, "898600P1").await {
         Err(e @ GatewayError::Carrier { status: 503, .. }) => assert!(e.is_retryable()),
@@ -779,12 +729,10 @@ async fn onelink_3_3_server_errors_are_carrier_and_throttling_is_throttled() {
 
 #[tokio::test]
 async fn onelink_4_1_the_platform_rate_limit_is_throttled() {
-    let sim = sim().await;
-    register(&sim, vec![SimCardSpec::new("898600Q1")]);
-    let gw = adapter(&sim);
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600Q1")]).await;
     gw.usage(C, "898600Q1").await.unwrap();
-    sim.state().set_account(
-        P,
+    set_account(
+        &sim,
         SimAccountPatch {
             rate_limit_per_sec: Some(1),
             ..SimAccountPatch::default()
@@ -840,16 +788,8 @@ async fn onelink_5_3_no_error_shows_a_credential_or_a_token() {
                 }))
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-
-    let creds = default_credentials();
-    let gw = build_adapter(
-        &account(format!("http://{addr}"), &creds, P.default_limits()),
-        &ctx(),
-    )
-    .unwrap();
+    let sim = sim().await;
+    let gw = stand_in(&sim, app).await;
     let mut errors = vec![
         gw.usage(C, "898600R1").await.unwrap_err(),
         gw.realname(C, "898600R1").await.unwrap_err(),
@@ -858,31 +798,24 @@ async fn onelink_5_3_no_error_shows_a_credential_or_a_token() {
         errors[0],
         GatewayError::Carrier { status: 500, .. }
     ));
-    assert_eq!(
-        unintelligible(Err::<(), _>(errors[1].clone())),
-        AnswerFault::UnknownCode
-    );
+    assert_eq!(unintelligible(&errors[1]), Some(AnswerFault::UnknownCode));
 
     // And the simulator's own refusals.
-    let sim = sim().await;
-    let mut bad = creds.clone();
-    bad.insert("password".into(), "wrong-password-value".into());
+    let creds = default_credentials(P);
+    let bad = creds.clone().with("password", "wrong-password-value");
     errors.push(
-        adapter_with(&sim, &bad, P.default_limits())
+        adapter_with(&sim, bad, P.default_limits())
             .usage(C, "x")
             .await
             .unwrap_err(),
     );
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(502)]);
-    errors.push(adapter(&sim).usage(C, "x").await.unwrap_err());
+    errors.push(onelink(&sim).usage(C, "x").await.unwrap_err());
 
-    let mut secrets: Vec<&str> = creds.values().map(String::as_str).collect();
+    let mut secrets: Vec<&str> = creds.values().map(|s| s.expose()).collect();
     secrets.extend([TOKEN, "wrong-password-value"]);
     for e in &errors {
-        let shown = format!("{e} {e:?}");
-        for s in &secrets {
-            assert!(!shown.contains(s), "{shown} shows a secret");
-        }
+        assert_no_secret(e, &secrets);
     }
     sim.shutdown().await.unwrap();
 }
