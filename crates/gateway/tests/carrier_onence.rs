@@ -2,18 +2,23 @@
 //! test names the part of 1NCE's documentation it follows ("Authorization", "General SIMs",
 //! "SIM Usage", "API Rate Limits"); `docs/carriers/1nce.md` is the adapter's page.
 
+mod common;
+
 use chrono::{Duration as Days, TimeZone, Utc};
+use common::carriers::{
+    account, adapter, assert_no_secret, ctx, default_credentials, set_script, unintelligible,
+};
+use common::sim;
 use domain::{
-    CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol, Credentials,
-    NetworkStatus, PackageStatus, RealNameStatus, SystemClock,
+    CarrierId, CarrierPackage, CarrierProtocol, Credentials, NetworkStatus, PackageStatus,
+    RealNameStatus,
 };
 use gateway::carriers::units::month_of;
-use gateway::carriers::{AdapterContext, build_adapter};
-use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError, RetryPolicy};
+use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
 use gateway_sim::{
-    FaultsPatch, Hang, Malformed, Script, ScriptStep, SimAccount, SimAccountPatch, SimCardPatch,
-    SimCardSpec, SimHandle, SimOptions, SimServer,
+    FaultsPatch, Hang, Malformed, ScriptStep, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle,
 };
+use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,66 +28,59 @@ const C: CarrierId = CarrierId(11);
 const A: &str = "8988228066600000001";
 const B: &str = "8988228066600000002";
 
-async fn sim() -> SimHandle {
-    SimServer::start(SimOptions::default())
-        .await
-        .expect("sim starts")
+/// The adapter of carrier `C` on the simulator's 1NCE with `credentials` and `timeout_ms`.
+fn adapter_of(
+    sim: &SimHandle,
+    credentials: Credentials,
+    timeout_ms: u32,
+) -> Arc<dyn CarrierGateway> {
+    adapter(&account(sim, P, C, credentials, timeout_ms), &ctx())
 }
 
-fn default_credentials() -> Credentials {
-    SimAccount::default_for(P)
-        .credentials
-        .into_iter()
-        .fold(Credentials::new(), |c, (k, v)| c.with(k, v))
-}
-
-fn account(sim: &SimHandle, credentials: Credentials, timeout_ms: u32) -> CarrierAccount {
-    CarrierAccount {
-        carrier_id: C,
-        name: "1NCE".into(),
-        protocol: P,
-        base_url: sim.url_of(P),
-        credentials,
-        limits: CarrierLimits {
-            timeout_ms,
-            ..P.default_limits()
-        },
-        enabled: true,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-    }
-}
-
-fn ctx() -> AdapterContext {
-    let mut ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
-    ctx.retry = RetryPolicy {
-        base_delay: Duration::from_millis(20),
-        max_delay: Duration::from_millis(100),
-        ..RetryPolicy::default()
-    };
-    ctx
-}
-
+/// The adapter with `credentials`, a 2 s timeout.
 fn adapter_with(sim: &SimHandle, credentials: Credentials) -> Arc<dyn CarrierGateway> {
-    build_adapter(&account(sim, credentials, 2_000), &ctx()).expect("adapter builds")
+    adapter_of(sim, credentials, 2_000)
 }
 
-fn adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
-    adapter_with(sim, default_credentials())
+/// The adapter with the simulator's credentials, a 2 s timeout.
+fn default_adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
+    adapter_with(sim, default_credentials(P))
 }
 
-fn card(iccid: &str, total: rust_decimal::Decimal) -> SimCardSpec {
+/// A simulator with `cards`, and the adapter.
+async fn with_cards(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
+    let sim = sim().await;
+    sim.state().upsert_cards(cards).expect("cards register");
+    let gw = default_adapter(&sim);
+    (sim, gw)
+}
+
+fn card(iccid: &str, total: Decimal) -> SimCardSpec {
     SimCardSpec {
         month_total_mb: total,
         ..SimCardSpec::new(iccid)
     }
 }
 
-fn script(call: CallKind, steps: Vec<ScriptStep>) -> Script {
-    Script {
-        fail_next: steps,
-        call: Some(call),
-    }
+/// The next request of `call` is answered malformed as `m`.
+fn malformed_next(sim: &SimHandle, call: CallKind, m: Malformed) {
+    set_script(sim, call, vec![ScriptStep::Malformed(m)]);
+}
+
+/// `err` is an answer not understood, of `kind`.
+fn assert_fault(err: &GatewayError, kind: AnswerFault) {
+    assert_eq!(unintelligible(err), Some(kind), "{err:?}");
+}
+
+/// The simulated platform's own limit of requests per second.
+fn rate_limit(sim: &SimHandle, per_sec: u64) {
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            rate_limit_per_sec: Some(per_sec),
+            ..SimAccountPatch::default()
+        },
+    );
 }
 
 fn current_month() -> chrono::NaiveDate {
@@ -94,21 +92,12 @@ fn requests(sim: &SimHandle, kind: CallKind) -> u64 {
     sim.state().stats().by_call[kind.as_str()]
 }
 
-fn unintelligible(e: &GatewayError) -> Option<AnswerFault> {
-    match e {
-        GatewayError::Unintelligible { kind, .. } => Some(*kind),
-        _ => None,
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Authorization: POST /oauth/token
 
 #[tokio::test]
 async fn authorization_oauth_token_is_fetched_once_and_reused() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
     for _ in 0..3 {
         gw.usage(C, A).await.unwrap();
     }
@@ -119,9 +108,7 @@ async fn authorization_oauth_token_is_fetched_once_and_reused() {
 
 #[tokio::test]
 async fn authorization_token_expired_mid_run_is_renewed_transparently() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(7.5))]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(7.5))]).await;
     assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(7.5));
     assert_eq!(sim.state().expire_tokens(P), 1);
     // The 401 is answered inside the call: a new token, the request once more.
@@ -139,13 +126,12 @@ async fn authorization_token_expired_mid_run_is_renewed_transparently() {
 
 #[tokio::test]
 async fn authorization_token_refused_after_one_renewal_is_auth() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
-    let gw = adapter(&sim);
-    sim.state().set_script(script(
+    let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
+    set_script(
+        &sim,
         CallKind::Usage,
         vec![ScriptStep::Status(401), ScriptStep::Status(401)],
-    ));
+    );
     let err = gw.usage(C, A).await.unwrap_err();
     assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
     // One renewal, not a loop.
@@ -173,9 +159,7 @@ async fn authorization_bad_credentials_are_auth_after_one_token_request() {
         0,
         "no SIM request without a token"
     );
-    for text in [err.to_string(), format!("{err:?}")] {
-        assert!(!text.contains(wrong_secret), "{text}");
-    }
+    assert_no_secret(&err, &[wrong_secret]);
 
     let unknown_user = adapter_with(
         &sim,
@@ -185,19 +169,12 @@ async fn authorization_bad_credentials_are_auth_after_one_token_request() {
     );
     let err = unknown_user.probe(C).await.unwrap_err();
     assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
-    for text in [err.to_string(), format!("{err:?}")] {
-        assert!(
-            !text.contains("sim-1nce-secret") && !text.contains("someone-else"),
-            "{text}"
-        );
-    }
+    assert_no_secret(&err, &["sim-1nce-secret", "someone-else"]);
 }
 
 #[tokio::test]
 async fn authorization_probe_is_one_authenticated_page_of_the_sim_list() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
     gw.probe(C).await.unwrap();
     assert_eq!(
         requests(&sim, CallKind::Realname),
@@ -211,12 +188,8 @@ async fn authorization_probe_is_one_authenticated_page_of_the_sim_list() {
 
 #[tokio::test]
 async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
-    let sim = sim().await;
     // 1 KB is 0.0009765625 MB: not a round figure, kept exactly.
-    sim.state()
-        .upsert_cards(vec![card(A, dec!(100.5)), card(B, dec!(0.0009765625))])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(100.5)), card(B, dec!(0.0009765625))]).await;
     let u = gw.usage(C, A).await.unwrap();
     assert_eq!(u.month, current_month());
     assert_eq!(u.month_total_mb, dec!(100.5));
@@ -243,17 +216,14 @@ async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
 
 #[tokio::test]
 async fn sim_usage_month_rollover_starts_the_new_month_from_zero() {
-    let sim = sim().await;
     let last_month = (current_month() - Days::days(1))
         .format("%Y-%m")
         .to_string();
-    sim.state()
-        .upsert_cards(vec![SimCardSpec {
-            month: Some(last_month),
-            ..card(A, dec!(512.25))
-        }])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (_sim, gw) = with_cards(vec![SimCardSpec {
+        month: Some(last_month),
+        ..card(A, dec!(512.25))
+    }])
+    .await;
     let u = gw.usage(C, A).await.unwrap();
     assert_eq!(u.month, current_month());
     assert_eq!(u.month_total_mb, dec!(0));
@@ -261,41 +231,27 @@ async fn sim_usage_month_rollover_starts_the_new_month_from_zero() {
 
 #[tokio::test]
 async fn sim_usage_html_page_is_unintelligible_not_json() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(3))]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(3))]).await;
     gw.usage(C, A).await.unwrap();
-    sim.state().set_script(script(
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::Html)],
-    ));
+    malformed_next(&sim, CallKind::Usage, Malformed::Html);
     let err = gw.usage(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&err), Some(AnswerFault::NotJson), "{err:?}");
+    assert_fault(&err, AnswerFault::NotJson);
     assert!(!err.is_retryable());
     assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(3));
 }
 
 #[tokio::test]
 async fn sim_usage_an_empty_answer_is_a_missing_field_never_zero() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(42))]).unwrap();
-    let gw = adapter(&sim);
-    sim.state().set_script(script(
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::DropLast)],
-    ));
+    let (sim, gw) = with_cards(vec![card(A, dec!(42))]).await;
+    malformed_next(&sim, CallKind::Usage, Malformed::DropLast);
     let err = gw.usage(C, A).await.unwrap_err();
-    assert_eq!(
-        unintelligible(&err),
-        Some(AnswerFault::MissingField),
-        "{err:?}"
-    );
+    assert_fault(&err, AnswerFault::MissingField);
 }
 
 #[tokio::test]
 async fn sim_usage_unknown_card_is_not_found() {
     let sim = sim().await;
-    let gw = adapter(&sim);
+    let gw = default_adapter(&sim);
     assert_eq!(gw.usage(C, A).await.unwrap_err(), GatewayError::NotFound);
     assert_eq!(gw.packages(C, A).await.unwrap_err(), GatewayError::NotFound);
     assert_eq!(gw.realname(C, A).await.unwrap_err(), GatewayError::NotFound);
@@ -311,7 +267,6 @@ async fn sim_usage_unknown_card_is_not_found() {
 
 #[tokio::test]
 async fn sim_usage_data_quota_is_the_one_package() {
-    let sim = sim().await;
     let expires = Utc.with_ymd_and_hms(2036, 1, 1, 0, 0, 0).unwrap();
     let active = CarrierPackage {
         external_id: "P-1".into(),
@@ -326,19 +281,17 @@ async fn sim_usage_data_quota_is_the_one_package() {
         expires_at: Some(Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap()),
         ..active.clone()
     };
-    sim.state()
-        .upsert_cards(vec![
-            SimCardSpec {
-                packages: vec![active],
-                ..SimCardSpec::new(A)
-            },
-            SimCardSpec {
-                packages: vec![lapsed],
-                ..SimCardSpec::new(B)
-            },
-        ])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![
+        SimCardSpec {
+            packages: vec![active],
+            ..SimCardSpec::new(A)
+        },
+        SimCardSpec {
+            packages: vec![lapsed],
+            ..SimCardSpec::new(B)
+        },
+    ])
+    .await;
     assert_eq!(
         gw.packages(C, A).await.unwrap(),
         vec![CarrierPackage {
@@ -355,12 +308,9 @@ async fn sim_usage_data_quota_is_the_one_package() {
     assert_eq!(b[0].status, PackageStatus::Expired);
     assert_eq!(b[0].used_mb, dec!(10));
 
-    sim.state().set_script(script(
-        CallKind::Packages,
-        vec![ScriptStep::Malformed(Malformed::Html)],
-    ));
+    malformed_next(&sim, CallKind::Packages, Malformed::Html);
     let err = gw.packages(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&err), Some(AnswerFault::NotJson), "{err:?}");
+    assert_fault(&err, AnswerFault::NotJson);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -368,14 +318,11 @@ async fn sim_usage_data_quota_is_the_one_package() {
 
 #[tokio::test]
 async fn general_sims_realname_is_verified_for_every_known_sim() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![SimCardSpec {
-            real_name_status: RealNameStatus::NotVerified,
-            ..SimCardSpec::new(A)
-        }])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![SimCardSpec {
+        real_name_status: RealNameStatus::NotVerified,
+        ..SimCardSpec::new(A)
+    }])
+    .await;
     // 1NCE has no KYC status: the sim's flag has no 1NCE field and changes nothing.
     assert_eq!(gw.realname(C, A).await.unwrap(), RealNameStatus::Verified);
     sim.state()
@@ -392,9 +339,7 @@ async fn general_sims_realname_is_verified_for_every_known_sim() {
 
 #[tokio::test]
 async fn general_sims_put_status_disabled_then_enabled() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
     assert_eq!(
         gw.network_status(C, A).await.unwrap(),
         NetworkStatus::Online
@@ -427,25 +372,21 @@ async fn general_sims_put_status_disabled_then_enabled() {
 
 #[tokio::test]
 async fn general_sims_put_is_retried_on_5xx_and_never_on_html() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
     gw.probe(C).await.unwrap();
-    sim.state().set_script(script(
+    set_script(
+        &sim,
         CallKind::Stop,
         vec![ScriptStep::Status(503), ScriptStep::Status(502)],
-    ));
+    );
     assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
     let v = sim.state().card(A).unwrap();
     assert_eq!((v.stop_calls, v.stops_applied), (3, 1));
 
     // A proxy's page with HTTP 200 is not an acceptance: the card stays as it was.
-    sim.state().set_script(script(
-        CallKind::Start,
-        vec![ScriptStep::Malformed(Malformed::Html)],
-    ));
+    malformed_next(&sim, CallKind::Start, Malformed::Html);
     let err = gw.start(C, A).await.unwrap_err();
-    assert_eq!(unintelligible(&err), Some(AnswerFault::NotJson), "{err:?}");
+    assert_fault(&err, AnswerFault::NotJson);
     let v = sim.state().card(A).unwrap();
     assert_eq!((v.start_calls, v.starts_applied), (1, 0));
     assert_eq!(v.network_status, NetworkStatus::Stopped);
@@ -453,48 +394,23 @@ async fn general_sims_put_is_retried_on_5xx_and_never_on_html() {
 
 #[tokio::test]
 async fn general_sims_answer_for_another_iccid_is_refused() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
     gw.probe(C).await.unwrap();
-    sim.state().set_script(script(
-        CallKind::Realname,
-        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
-    ));
+    malformed_next(&sim, CallKind::Realname, Malformed::WrongIccid);
     let err = gw.network_status(C, A).await.unwrap_err();
-    assert_eq!(
-        unintelligible(&err),
-        Some(AnswerFault::WrongIccid),
-        "{err:?}"
-    );
-    sim.state().set_script(script(
-        CallKind::Realname,
-        vec![ScriptStep::Malformed(Malformed::WrongIccid)],
-    ));
+    assert_fault(&err, AnswerFault::WrongIccid);
+    malformed_next(&sim, CallKind::Realname, Malformed::WrongIccid);
     let err = gw.realname(C, A).await.unwrap_err();
-    assert_eq!(
-        unintelligible(&err),
-        Some(AnswerFault::WrongIccid),
-        "{err:?}"
-    );
+    assert_fault(&err, AnswerFault::WrongIccid);
 }
 
 #[tokio::test]
 async fn general_sims_status_outside_enabled_disabled_is_unknown_status() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![SimCardSpec::new(A)]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
     gw.probe(C).await.unwrap();
-    sim.state().set_script(script(
-        CallKind::Realname,
-        vec![ScriptStep::Malformed(Malformed::UnknownStatus)],
-    ));
+    malformed_next(&sim, CallKind::Realname, Malformed::UnknownStatus);
     let err = gw.network_status(C, A).await.unwrap_err();
-    assert_eq!(
-        unintelligible(&err),
-        Some(AnswerFault::UnknownStatus),
-        "{err:?}"
-    );
+    assert_fault(&err, AnswerFault::UnknownStatus);
     assert_eq!(
         gw.network_status(C, A).await.unwrap(),
         NetworkStatus::Online
@@ -503,19 +419,12 @@ async fn general_sims_status_outside_enabled_disabled_is_unknown_status() {
 
 #[tokio::test]
 async fn general_sims_no_batch_call_each_card_answers_for_itself() {
-    let sim = sim().await;
-    sim.state()
-        .upsert_cards(vec![card(A, dec!(1.5)), card(B, dec!(2.5))])
-        .unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(1.5)), card(B, dec!(2.5))]).await;
     // The SIM list filters by IMEI and IP address only: no call answers chosen cards.
     assert_eq!(gw.batch_size(C), 1);
     gw.probe(C).await.unwrap();
     let unknown = "8988228066600000099".to_owned();
-    sim.state().set_script(script(
-        CallKind::Usage,
-        vec![ScriptStep::Malformed(Malformed::DropLast)],
-    ));
+    malformed_next(&sim, CallKind::Usage, Malformed::DropLast);
     let got = gw
         .usage_batch(C, &[A.to_owned(), unknown.clone(), B.to_owned()])
         .await
@@ -584,16 +493,8 @@ async fn general_sims_page_size_over_100_is_refused_by_the_platform() {
 
 #[tokio::test]
 async fn api_rate_limits_sims_over_10_per_second_is_throttled() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
-    sim.state().set_account(
-        P,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(10),
-            ..SimAccountPatch::default()
-        },
-    );
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
+    rate_limit(&sim, 10);
     let calls = (0..30).map(|_| gw.usage(C, A));
     let results = futures::future::join_all(calls).await;
     let throttled = results
@@ -606,16 +507,9 @@ async fn api_rate_limits_sims_over_10_per_second_is_throttled() {
     assert_eq!(throttled + ok, 30, "{results:?}");
 
     // A scripted 429 carries Retry-After.
-    sim.state().set_account(
-        P,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(0),
-            ..SimAccountPatch::default()
-        },
-    );
+    rate_limit(&sim, 0);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    sim.state()
-        .set_script(script(CallKind::Usage, vec![ScriptStep::Status(429)]));
+    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
     assert_eq!(
         gw.usage(C, A).await.unwrap_err(),
         GatewayError::Throttled {
@@ -628,12 +522,13 @@ async fn api_rate_limits_sims_over_10_per_second_is_throttled() {
 async fn api_errors_5xx_is_carrier_and_a_hang_is_timeout() {
     let sim = sim().await;
     sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
-    let gw = build_adapter(&account(&sim, default_credentials(), 500), &ctx()).unwrap();
+    let gw = adapter_of(&sim, default_credentials(P), 500);
     gw.probe(C).await.unwrap();
-    sim.state().set_script(script(
+    set_script(
+        &sim,
         CallKind::Usage,
         vec![ScriptStep::Status(500), ScriptStep::Status(503)],
-    ));
+    );
     for status in [500, 503] {
         match gw.usage(C, A).await.unwrap_err() {
             GatewayError::Carrier { status: s, body } => {
@@ -649,20 +544,16 @@ async fn api_errors_5xx_is_carrier_and_a_hang_is_timeout() {
             ..FaultsPatch::default()
         })
         .unwrap();
-    sim.state().set_script(script(
-        CallKind::Packages,
-        vec![ScriptStep::Hang(Hang::Hang)],
-    ));
+    set_script(&sim, CallKind::Packages, vec![ScriptStep::Hang(Hang::Hang)]);
     assert_eq!(gw.packages(C, A).await.unwrap_err(), GatewayError::Timeout);
 }
 
 #[tokio::test]
 async fn no_error_shows_a_credential_or_a_token() {
-    let sim = sim().await;
-    sim.state().upsert_cards(vec![card(A, dec!(1))]).unwrap();
-    let gw = adapter(&sim);
+    let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
     let mut errors = Vec::new();
-    sim.state().set_script(script(
+    set_script(
+        &sim,
         CallKind::Usage,
         vec![
             ScriptStep::Status(401),
@@ -670,7 +561,7 @@ async fn no_error_shows_a_credential_or_a_token() {
             ScriptStep::Malformed(Malformed::Html),
             ScriptStep::Status(500),
         ],
-    ));
+    );
     for _ in 0..3 {
         errors.push(gw.usage(C, A).await.unwrap_err());
     }
@@ -690,10 +581,9 @@ async fn no_error_shows_a_credential_or_a_token() {
     errors.push(gw.usage(C, A).await.unwrap_err());
     assert!(matches!(errors.last(), Some(GatewayError::Auth(_))));
     for e in &errors {
-        for text in [e.to_string(), format!("{e:?}")] {
-            for secret in ["sim-1nce-client", "sim-1nce-secret", "Bearer ", "Basic "] {
-                assert!(!text.contains(secret), "{secret} in {text}");
-            }
-        }
+        assert_no_secret(
+            e,
+            &["sim-1nce-client", "sim-1nce-secret", "Bearer ", "Basic "],
+        );
     }
 }
