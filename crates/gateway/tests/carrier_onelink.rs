@@ -185,8 +185,9 @@ async fn onelink_5_1_refused_credentials_are_auth_without_a_second_decision() {
     assert!(!e.is_retryable());
     let e = gw.stop(C, "898600B1").await.unwrap_err();
     assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
-    // One token request per call, no retry, and the change never reached the platform.
-    assert_eq!(by_call(&sim, "realname"), 2);
+    // One token request in all (the refusal is remembered: the second call does not ask the
+    // platform's login again), no retry, and the change never reached the platform.
+    assert_eq!(by_call(&sim, "realname"), 1);
     assert_eq!(by_call(&sim, "stop"), 0);
     let card = sim.state().card("898600B1").unwrap();
     assert_eq!(
