@@ -1,0 +1,83 @@
+//! The JWTs the simulated platform issues: `base64url(header).base64url(payload).signature`,
+//! the payload carrying `exp` and the simulator's token as `jti`, signed with a keyed hash of
+//! the simulator's seed (HS256 in spirit; no client ever checks it, the platform does).
+
+use crate::mix64;
+
+pub(super) fn issue(jti: &str, iat: u64, exp: u64, seed: u64) -> String {
+    let header = b64url(br#"{"alg":"HS256","typ":"JWT"}"#);
+    let payload = b64url(
+        format!(
+            r#"{{"sub":"sim-emnify","esc.app":1,"esc.appName":"gateway-sim","iat":{iat},"exp":{exp},"jti":"{jti}"}}"#
+        )
+        .as_bytes(),
+    );
+    let signing_input = format!("{header}.{payload}");
+    let sig = sign(&signing_input, seed);
+    format!("{signing_input}.{sig}")
+}
+
+/// The `jti` of a well-formed, correctly signed JWT.
+pub(super) fn verify(token: &str, seed: u64) -> Option<String> {
+    let mut parts = token.split('.');
+    let (h, p, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    if sign(&format!("{h}.{p}"), seed) != s {
+        return None;
+    }
+    let payload = b64url_decode(p)?;
+    let v: serde_json::Value = serde_json::from_slice(&payload).ok()?;
+    v.get("jti")?.as_str().map(str::to_owned)
+}
+
+fn sign(input: &str, seed: u64) -> String {
+    let mut out = Vec::with_capacity(32);
+    let mut h = seed ^ 0x656d_6e69_6679;
+    for lane in 0..4u64 {
+        let mut x = h ^ lane.wrapping_mul(0x9e37_79b9);
+        for b in input.bytes() {
+            x = mix64(x ^ u64::from(b));
+        }
+        h = mix64(x);
+        out.extend_from_slice(&h.to_be_bytes());
+    }
+    b64url(&out)
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64url without padding (RFC 7515 §2).
+pub(super) fn b64url(data: &[u8]) -> String {
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            let idx = (n >> (18 - 6 * i)) & 63;
+            s.push(ALPHABET[idx as usize] as char);
+        }
+    }
+    s
+}
+
+pub(super) fn b64url_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in s.bytes() {
+        let v = ALPHABET.iter().position(|a| *a == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
