@@ -265,6 +265,15 @@ async fn sim_usage_unknown_card_is_not_found() {
 // ---------------------------------------------------------------------------------------------
 // SIM Usage: GET /v1/sims/{iccid}/quota/data
 
+/// "No data quota found" for a SIM the platform knows is no package, not an unknown card (the
+/// demo's cards without packages failed every package poll as unknown).
+#[tokio::test]
+async fn sim_usage_data_quota_absent_is_no_package_for_a_known_sim() {
+    let (_sim, gw) = with_cards(vec![card(A, dec!(0))]).await;
+    assert_eq!(gw.packages(C, A).await, Ok(Vec::new()));
+    assert_eq!(gw.packages(C, B).await.unwrap_err(), GatewayError::NotFound);
+}
+
 #[tokio::test]
 async fn sim_usage_data_quota_is_the_one_package() {
     let expires = Utc.with_ymd_and_hms(2036, 1, 1, 0, 0, 0).unwrap();

@@ -309,7 +309,16 @@ impl CarrierGateway for OneNce {
         _: CarrierId,
         iccid: &str,
     ) -> Result<Vec<CarrierPackage>, GatewayError> {
-        let answer = self.get("packages", iccid, "/quota/data", &[]).await?;
+        let answer = match self.get("packages", iccid, "/quota/data", &[]).await {
+            Ok(answer) => answer,
+            // "No data quota found": a SIM without a quota has no package, an unknown SIM is
+            // unknown. Which of the two, the SIM itself says (one more request, only then).
+            Err(GatewayError::NotFound) => {
+                self.sim("packages", iccid).await?;
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(e),
+        };
         let quota: QuotaAnswer = self.http.json("packages", &answer)?;
         Ok(vec![self.package_of(iccid, &quota)?])
     }
