@@ -105,6 +105,25 @@ pub fn build_adapter(
     })
 }
 
+/// The account's credential `field` (checked present by [`build_adapter`]; an adapter built
+/// otherwise still gets a clear `Auth` error naming the field, never its value).
+pub(crate) fn credential(
+    account: &CarrierAccount,
+    field: &str,
+) -> Result<domain::Secret, GatewayError> {
+    account
+        .credentials
+        .get(field)
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .ok_or_else(|| {
+            GatewayError::Auth(format!(
+                "{} needs credentials field `{field}`",
+                account.protocol
+            ))
+        })
+}
+
 /// The project's own protocol at the account's URL, within the account's budget.
 fn cmp_json(account: &CarrierAccount, ctx: &AdapterContext) -> Result<HttpGateway, GatewayError> {
     let mut config = GatewayConfig::new(account.base_url.clone());

@@ -29,9 +29,9 @@ mod tests;
 
 pub use search::{DevicePage, ModifiedDevice, SEARCH_PAGE_SIZE};
 
-use super::AdapterContext;
 use super::transport::{Answer, CarrierHttp};
 use super::units;
+use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
 use async_trait::async_trait;
 use domain::{
@@ -68,18 +68,10 @@ impl std::fmt::Debug for ControlCenter {
 impl ControlCenter {
     /// The adapter of `account` (credentials `username` and `api_key`).
     pub fn new(account: &CarrierAccount, ctx: &AdapterContext) -> Result<Self, GatewayError> {
-        let field = |name: &str| {
-            account
-                .credentials
-                .get(name)
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .ok_or_else(|| GatewayError::Auth(format!("control-center needs `{name}`")))
-        };
         Ok(Self {
             http: CarrierHttp::new(account, ctx)?,
-            username: field("username")?,
-            api_key: field("api_key")?,
+            username: credential(account, "username")?,
+            api_key: credential(account, "api_key")?,
             timezone: ctx.timezone,
             clock: ctx.clock.clone(),
         })

@@ -18,8 +18,8 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::AdapterContext;
 use super::transport::{Answer, CarrierHttp};
+use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
 use async_trait::async_trait;
 use batch::{REALNAME, SIM_STATUS, USAGE};
@@ -50,20 +50,10 @@ impl Ctcc {
         account: &CarrierAccount,
         ctx: &AdapterContext,
     ) -> Result<Self, GatewayError> {
-        let field = |name: &str| {
-            account
-                .credentials
-                .get(name)
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .ok_or_else(|| {
-                    GatewayError::Auth(format!("ctcc-5gcmp needs credentials field `{name}`"))
-                })
-        };
         Ok(Self {
             http: CarrierHttp::new(account, ctx)?,
-            app_key: field("app_key")?,
-            secret: field("secret")?,
+            app_key: credential(account, "app_key")?,
+            secret: credential(account, "secret")?,
             clock: ctx.clock.clone(),
             batch_max: (account.limits.batch_size as usize).clamp(1, PLATFORM_BATCH_MAX),
         })

@@ -29,9 +29,9 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::AdapterContext;
 use super::token::TokenCache;
 use super::transport::{Answer, CarrierHttp};
+use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
 use async_trait::async_trait;
 use domain::{
@@ -81,14 +81,7 @@ impl Emnify {
         account: &CarrierAccount,
         ctx: &AdapterContext,
     ) -> Result<Self, GatewayError> {
-        let application_token = account
-            .credentials
-            .get("application_token")
-            .filter(|s| !s.is_empty())
-            .cloned()
-            .ok_or_else(|| {
-                GatewayError::Auth("emnify needs credentials field `application_token`".into())
-            })?;
+        let application_token = credential(account, "application_token")?;
         Ok(Self {
             http: CarrierHttp::new(account, ctx)?,
             application_token,

@@ -26,10 +26,10 @@ mod batch;
 mod tests;
 mod wire;
 
-use super::AdapterContext;
 use super::token::TokenCache;
 use super::transport::CarrierHttp;
 use super::units::month_of;
+use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
 use async_trait::async_trait;
 use chrono::NaiveDate;
@@ -74,21 +74,11 @@ impl OneLink {
         account: &CarrierAccount,
         ctx: &AdapterContext,
     ) -> Result<Self, GatewayError> {
-        let field = |name: &str| {
-            account
-                .credentials
-                .get(name)
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .ok_or_else(|| {
-                    GatewayError::Auth(format!("onelink needs credentials field `{name}`"))
-                })
-        };
         let batch_size = (account.limits.batch_size as usize).clamp(1, PLATFORM_BATCH_MAX);
         Ok(Self {
             http: CarrierHttp::new(account, ctx)?,
-            appid: field("appid")?,
-            password: field("password")?,
+            appid: credential(account, "appid")?,
+            password: credential(account, "password")?,
             tokens: TokenCache::default(),
             clock: ctx.clock.clone(),
             batch_size,

@@ -26,10 +26,10 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::AdapterContext;
 use super::token::TokenCache;
 use super::transport::{Answer, CarrierHttp};
 use super::units::month_of;
+use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
 use async_trait::async_trait;
 use domain::{
@@ -51,8 +51,8 @@ pub(crate) const DATA_QUOTA_ID: &str = "data-quota";
 #[derive(Debug)]
 pub(crate) struct OneNce {
     http: CarrierHttp,
-    client_id: String,
-    client_secret: String,
+    client_id: domain::Secret,
+    client_secret: domain::Secret,
     tokens: TokenCache,
     timezone: chrono_tz::Tz,
     clock: Arc<dyn Clock>,
@@ -63,17 +63,9 @@ impl OneNce {
         account: &CarrierAccount,
         ctx: &AdapterContext,
     ) -> Result<Self, GatewayError> {
-        let field = |name: &str| {
-            account
-                .credentials
-                .get(name)
-                .map(|s| s.expose().to_owned())
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| GatewayError::Auth(format!("1nce needs credentials field `{name}`")))
-        };
         Ok(Self {
-            client_id: field("client_id")?,
-            client_secret: field("client_secret")?,
+            client_id: credential(account, "client_id")?,
+            client_secret: credential(account, "client_secret")?,
             http: CarrierHttp::new(account, ctx)?,
             tokens: TokenCache::default(),
             timezone: ctx.timezone,
@@ -87,7 +79,7 @@ impl OneNce {
             .http
             .client()
             .post(self.http.url("/oauth/token"))
-            .basic_auth(&self.client_id, Some(&self.client_secret))
+            .basic_auth(self.client_id.expose(), Some(self.client_secret.expose()))
             .header(reqwest::header::ACCEPT, "application/json")
             .json(&serde_json::json!({"grant_type": "client_credentials"}));
         let answer = self.http.query("token", req).await?;
