@@ -7,6 +7,7 @@
 //! locking the account). An operator's fix of the credentials builds a new adapter, and so a
 //! new cache, at once.
 
+use super::transport::{Answer, CarrierHttp};
 use crate::GatewayError;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -15,6 +16,13 @@ use tokio::sync::Mutex;
 /// A token renewed this long before its announced expiry (or at 80% of a short lifetime), so
 /// that no call goes out with a token about to lapse in flight.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
+
+/// What one attempt of an authenticated request came to (see [`TokenCache::authed`]).
+pub(crate) enum Attempt<R> {
+    Done(R),
+    /// The platform called the token invalid; `R` is its answer.
+    TokenRefused(R),
+}
 
 /// How long a refusal of our credentials is answered from memory.
 pub(crate) const REFUSAL_HOLD: Duration = Duration::from_secs(30);
@@ -73,6 +81,67 @@ impl TokenCache {
             renew_at: Instant::now() + lifetime.saturating_sub(early),
         });
         Ok(value)
+    }
+
+    /// One request authenticated with the cached token, `attempt(token)`: when the platform
+    /// calls the token invalid ([`Attempt::TokenRefused`]: expired mid-run, revoked), the token
+    /// is dropped and the request goes once more with a new one. `Ok(Err(r))`: the platform
+    /// refused a freshly issued token too, for the caller to word as `Auth`.
+    pub(crate) async fn authed<R, F, Fut, G, GFut>(
+        &self,
+        fetch: G,
+        attempt: F,
+    ) -> Result<Result<R, R>, GatewayError>
+    where
+        G: Fn() -> GFut,
+        GFut: Future<Output = Result<(String, Duration), GatewayError>>,
+        F: Fn(String) -> Fut,
+        Fut: Future<Output = Result<Attempt<R>, GatewayError>>,
+    {
+        let mut renewed = false;
+        loop {
+            let token = self.get(&fetch).await?;
+            match attempt(token.clone()).await? {
+                Attempt::Done(r) => return Ok(Ok(r)),
+                Attempt::TokenRefused(r) => {
+                    self.invalidate(&token).await;
+                    if renewed {
+                        return Ok(Err(r));
+                    }
+                    renewed = true;
+                }
+            }
+        }
+    }
+
+    /// [`TokenCache::authed`] for the platforms that answer an invalid Bearer token with HTTP 401:
+    /// `build(token)` is the request, sent through `http` as a command or a query.
+    /// `Ok(Err(answer))`: the second 401.
+    pub(crate) async fn bearer<F, G, GFut>(
+        &self,
+        http: &CarrierHttp,
+        call: &'static str,
+        command: bool,
+        fetch: G,
+        build: F,
+    ) -> Result<Result<Answer, Answer>, GatewayError>
+    where
+        G: Fn() -> GFut,
+        GFut: Future<Output = Result<(String, Duration), GatewayError>>,
+        F: Fn(&str) -> reqwest::RequestBuilder,
+    {
+        self.authed(fetch, |token| {
+            let req = build(&token);
+            async move {
+                let answer = http.exchange(call, command, req).await?;
+                Ok(if answer.status == 401 {
+                    Attempt::TokenRefused(answer)
+                } else {
+                    Attempt::Done(answer)
+                })
+            }
+        })
+        .await
     }
 
     /// Forgets `token` if it is still the cached one (the platform called it invalid); a token

@@ -251,6 +251,21 @@ impl CarrierHttp {
         self.send(call, CallClass::Command, req).await
     }
 
+    /// [`Self::command`] when `command`, else [`Self::query`].
+    pub(crate) async fn exchange(
+        &self,
+        call: &'static str,
+        command: bool,
+        req: reqwest::RequestBuilder,
+    ) -> Result<Answer, GatewayError> {
+        let class = if command {
+            CallClass::Command
+        } else {
+            CallClass::Query
+        };
+        self.send(call, class, req).await
+    }
+
     async fn send(
         &self,
         call: &'static str,

@@ -156,27 +156,15 @@ impl Emnify {
     where
         F: Fn(&str) -> reqwest::RequestBuilder,
     {
-        let mut renewed = false;
-        loop {
-            let token = self.tokens.get(|| self.fetch_token()).await?;
-            let req = build(&token);
-            let answer = if command {
-                self.http.command(call, req).await?
-            } else {
-                self.http.query(call, req).await?
-            };
-            if answer.status != 401 {
-                return Ok(answer);
-            }
-            self.tokens.invalidate(&token).await;
-            if renewed {
-                return Err(GatewayError::Auth(format!(
+        self.tokens
+            .bearer(&self.http, call, command, || self.fetch_token(), build)
+            .await?
+            .map_err(|answer| {
+                GatewayError::Auth(format!(
                     "emnify refused a fresh auth token on {call} (HTTP 401){}",
                     self.detail(&answer)
-                )));
-            }
-            renewed = true;
-        }
+                ))
+            })
     }
 
     /// `GET` of `path` under the API root.

@@ -62,9 +62,4 @@ impl OneLink {
         };
         Ok((token, lifetime))
     }
-
-    /// The cached token, or a new one.
-    pub(super) async fn token(&self) -> Result<String, GatewayError> {
-        self.tokens.get(|| self.fetch_token()).await
-    }
 }

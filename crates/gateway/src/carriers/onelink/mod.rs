@@ -26,7 +26,7 @@ mod batch;
 mod tests;
 mod wire;
 
-use super::token::TokenCache;
+use super::token::{Attempt, TokenCache};
 use super::transport::CarrierHttp;
 use super::units::month_of;
 use super::{AdapterContext, credential};
@@ -122,36 +122,39 @@ impl OneLink {
         path: &str,
         params: &[(&str, &str)],
     ) -> Result<Result<Vec<Value>, (String, String)>, GatewayError> {
-        let mut renewed = false;
-        loop {
-            let token = self.token().await?;
-            let transid = self.transid();
-            let mut query: Vec<(&str, &str)> = Vec::with_capacity(params.len() + 2);
-            query.push(("transid", transid.as_str()));
-            query.push(("token", token.as_str()));
-            query.extend_from_slice(params);
-            let url = self.url(path, &query)?;
-            let answer = if command {
-                let req = self.http.client().post(url);
-                self.http.command(call, req).await?
-            } else {
-                let req = self.http.client().get(url);
-                self.http.query(call, req).await?
-            };
-            match self.read(call, &answer)? {
-                Reply::Ok(items) => return Ok(Ok(items)),
-                Reply::Refused(status, _) if status == code::TOKEN => {
-                    self.tokens.invalidate(&token).await;
-                    if renewed {
-                        return Err(GatewayError::Auth(format!(
-                            "{call}: the platform refused a freshly issued token (OneLink status {status})"
-                        )));
-                    }
-                    renewed = true;
-                }
-                Reply::Refused(status, message) => return Ok(Err((status, message))),
-            }
-        }
+        let answered = self
+            .tokens
+            .authed(
+                || self.fetch_token(),
+                |token| async move {
+                    let transid = self.transid();
+                    let mut query: Vec<(&str, &str)> = Vec::with_capacity(params.len() + 2);
+                    query.push(("transid", transid.as_str()));
+                    query.push(("token", token.as_str()));
+                    query.extend_from_slice(params);
+                    let url = self.url(path, &query)?;
+                    let req = if command {
+                        self.http.client().post(url)
+                    } else {
+                        self.http.client().get(url)
+                    };
+                    let answer = self.http.exchange(call, command, req).await?;
+                    Ok(match self.read(call, &answer)? {
+                        Reply::Ok(items) => Attempt::Done(Ok(items)),
+                        Reply::Refused(status, message) if status == code::TOKEN => {
+                            Attempt::TokenRefused(Err((status, message)))
+                        }
+                        Reply::Refused(status, message) => Attempt::Done(Err((status, message))),
+                    })
+                },
+            )
+            .await?;
+        answered.map_err(|refused| {
+            let status = refused.err().map(|(status, _)| status).unwrap_or_default();
+            GatewayError::Auth(format!(
+                "{call}: the platform refused a freshly issued token (OneLink status {status})"
+            ))
+        })
     }
 
     /// [`Self::call_raw`] with refusals as errors.

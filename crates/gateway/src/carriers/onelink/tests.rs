@@ -68,7 +68,7 @@ fn onelink_5_2_transid_is_appid_beijing_stamp_and_an_8_digit_sequence() {
 #[tokio::test]
 async fn onelink_5_3_the_adapter_prints_no_credential_nor_token() {
     let (sim, gw) = sim_and_adapter(P.default_limits()).await;
-    let token = gw.token().await.unwrap();
+    let token = gw.tokens.get(|| gw.fetch_token()).await.unwrap();
     let shown = format!("{gw:?}");
     assert!(!shown.contains(&token), "{shown}");
     assert!(!shown.contains("sim-onelink-password") && !shown.contains("sim-onelink-appid"));

@@ -121,10 +121,6 @@ impl OneNce {
         ))
     }
 
-    async fn token(&self) -> Result<String, GatewayError> {
-        self.tokens.get(|| self.fetch_token()).await
-    }
-
     /// One Bearer request built by `build` (given the token): sent, and on 401 sent once more
     /// with a renewed token (the token expired mid-run); a second 401 is `Auth`. Success only:
     /// any other answer is its [`Self::failure`].
@@ -137,30 +133,21 @@ impl OneNce {
     where
         F: Fn(&str) -> reqwest::RequestBuilder,
     {
-        let mut renewed = false;
-        loop {
-            let token = self.token().await?;
-            let req = build(&token).header(reqwest::header::ACCEPT, "application/json");
-            let answer = if command {
-                self.http.command(call, req).await?
-            } else {
-                self.http.query(call, req).await?
-            };
-            if answer.status != 401 {
-                return if answer.is_success() {
-                    Ok(answer)
-                } else {
-                    Err(self.failure(&answer))
-                };
-            }
-            self.tokens.invalidate(&token).await;
-            if renewed {
-                return Err(GatewayError::Auth(format!(
+        let accept = |token: &str| build(token).header(reqwest::header::ACCEPT, "application/json");
+        let answer = self
+            .tokens
+            .bearer(&self.http, call, command, || self.fetch_token(), accept)
+            .await?
+            .map_err(|answer| {
+                GatewayError::Auth(format!(
                     "1NCE refused a newly issued access token (HTTP 401): {}",
                     self.http.excerpt(&answer)
-                )));
-            }
-            renewed = true;
+                ))
+            })?;
+        if answer.is_success() {
+            Ok(answer)
+        } else {
+            Err(self.failure(&answer))
         }
     }
 
