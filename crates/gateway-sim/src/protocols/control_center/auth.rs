@@ -41,34 +41,6 @@ pub(super) fn authorize(st: &SimState, headers: &HeaderMap) -> Result<(), Box<Re
 
 /// Standard base64 with padding (RFC 4648 §4); `None` when not well formed.
 pub(super) fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    fn value(c: u8) -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    }
-    let bytes = s.as_bytes();
-    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
-    let chunks = bytes.len() / 4;
-    for (i, chunk) in bytes.chunks(4).enumerate() {
-        let pad = chunk.iter().rev().take_while(|c| **c == b'=').count();
-        if pad > 2 || (pad > 0 && i + 1 != chunks) {
-            return None;
-        }
-        let mut n = 0u32;
-        for c in &chunk[..4 - pad] {
-            n = (n << 6) | value(*c)?;
-        }
-        n <<= 6 * pad as u32;
-        let b = n.to_be_bytes();
-        out.extend_from_slice(&b[1..4 - pad]);
-    }
-    Some(out)
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
 }

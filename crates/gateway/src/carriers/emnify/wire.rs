@@ -135,29 +135,17 @@ pub(super) fn timestamp(text: &str) -> Option<DateTime<Utc>> {
         .map(|d| d.and_utc())
 }
 
-/// Base64url (with or without padding) to bytes.
+/// Base64url (with or without padding; the standard alphabet too) to bytes.
 fn b64url_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    use base64::Engine;
+    use base64::alphabet;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let lenient =
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    GeneralPurpose::new(&alphabet::URL_SAFE, lenient)
+        .decode(s)
+        .or_else(|_| GeneralPurpose::new(&alphabet::STANDARD, lenient).decode(s))
+        .ok()
 }
 
 /// The `exp` claim (unix seconds) of a JWT, unverified.
