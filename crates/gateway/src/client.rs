@@ -158,30 +158,17 @@ impl HttpGateway {
         } else {
             1
         };
-        let mut tried = 1;
-        loop {
-            let err = match self.attempt(kind, carrier, iccid).await {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-            if tried >= attempts || !err.is_retryable() {
-                return Err(err);
-            }
-            let delay = match &err {
-                GatewayError::Throttled {
-                    retry_after: Some(after),
-                } => {
-                    if *after > self.config.retry.max_retry_after {
-                        return Err(err);
-                    }
-                    *after
-                }
-                _ => self.config.retry.backoff(tried),
-            };
-            warn!(call = %kind, iccid, attempt = tried, error = %err, delay_ms = delay.as_millis() as u64, "gateway call failed, retrying");
-            tokio::time::sleep(delay).await;
-            tried += 1;
-        }
+        self.config
+            .retry
+            .run(
+                attempts,
+                || self.attempt(kind, carrier, iccid),
+                |err, tried, delay| {
+                    warn!(call = %kind, iccid, attempt = tried, error = %err,
+                        delay_ms = delay.as_millis() as u64, "gateway call failed, retrying");
+                },
+            )
+            .await
     }
 
     /// One HTTP request, after its rate-limit slot; records the metrics.

@@ -361,39 +361,18 @@ impl CarrierHttp {
     pub(crate) async fn retry_command<T, F, Fut>(
         &self,
         call: &'static str,
-        mut attempt: F,
+        attempt: F,
     ) -> Result<T, GatewayError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, GatewayError>>,
     {
-        let attempts = self.retry.attempts.max(1);
-        let mut tried = 1;
-        loop {
-            let err = match attempt().await {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-            if tried >= attempts || !err.is_retryable() {
-                return Err(err);
-            }
-            let delay = match &err {
-                GatewayError::Throttled {
-                    retry_after: Some(after),
-                } => *after,
-                GatewayError::ChangeLocked { retry_after, .. } => {
-                    retry_after.unwrap_or(Duration::MAX)
-                }
-                _ => self.retry.backoff(tried),
-            };
-            if delay > self.retry.max_retry_after.max(self.retry.max_delay) {
-                return Err(err);
-            }
-            warn!(carrier = %self.carrier, protocol = %self.protocol, call, attempt = tried,
-                error = %err, delay_ms = delay.as_millis() as u64, "carrier call failed, retrying");
-            tokio::time::sleep(delay).await;
-            tried += 1;
-        }
+        self.retry
+            .run(self.retry.attempts.max(1), attempt, |err, tried, delay| {
+                warn!(carrier = %self.carrier, protocol = %self.protocol, call, attempt = tried,
+                    error = %err, delay_ms = delay.as_millis() as u64, "carrier call failed, retrying");
+            })
+            .await
     }
 
     fn transport_error(&self, e: reqwest::Error) -> GatewayError {
