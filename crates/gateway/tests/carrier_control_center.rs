@@ -6,15 +6,16 @@ mod common;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use common::carriers::{
-    account, adapter, assert_no_secret, ctx, ctx_with, default_credentials, set_script,
-    unintelligible,
+    account, adapter, assert_no_secret, assert_one_stop_one_start, assert_stop_then_start,
+    assert_usage_this_month, card, ctx, ctx_with, default_credentials, set_script, unintelligible,
+    with_cards_and,
 };
 use common::{register, sim, sim_with};
 use domain::{
     CarrierAccount, CarrierId, CarrierPackage, CarrierProtocol, Clock, Credentials, ManualClock,
     NetworkStatus, PackageStatus,
 };
-use gateway::carriers::{ControlCenter, SEARCH_PAGE_SIZE, units};
+use gateway::carriers::{ControlCenter, SEARCH_PAGE_SIZE};
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
 use gateway_sim::{
     FaultsPatch, Malformed, ScriptStep, SimAccount, SimAccountPatch, SimCardSpec, SimHandle,
@@ -27,7 +28,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const P: CarrierProtocol = CarrierProtocol::ControlCenter;
 const C: CarrierId = CarrierId(7);
-const TZ: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 
 /// Carrier `C` on the simulator's Control Center with `credentials`, a 2 s timeout.
 fn cc_account(sim: &SimHandle, credentials: Credentials) -> CarrierAccount {
@@ -53,19 +53,12 @@ fn register_specs(sim: &SimHandle, specs: Vec<SimCardSpec>) {
     sim.state().upsert_cards(specs).expect("cards register");
 }
 
-fn this_month() -> NaiveDate {
-    units::month_of(Utc::now(), TZ)
-}
-
 const ICCID: &str = "89860112345678900001";
 const SECOND: &str = "89860112345678900002";
 
 /// A simulator with the one card `ICCID`, and the adapter.
 async fn one_card() -> (SimHandle, Arc<dyn CarrierGateway>) {
-    let sim = sim().await;
-    register(&sim, &[ICCID]);
-    let gw = default_adapter(&sim);
-    (sim, gw)
+    with_cards_and(vec![SimCardSpec::new(ICCID)], default_adapter).await
 }
 
 /// The adapter call the simulator counts as a request of `kind`, on `iccid`.
@@ -120,29 +113,22 @@ fn set_limits(sim: &SimHandle, rate_limit_per_sec: Option<u64>, max_concurrent: 
 
 #[tokio::test]
 async fn cc_get_device_usage_ctd_bytes_are_exact_megabytes() {
-    let sim = sim().await;
     // 1,572,865 bytes: 1.5 MB and one byte, not a round megabyte.
     let odd = dec!(1572865) / dec!(1048576);
     assert_eq!(odd, dec!(1.50000095367431640625));
-    register_specs(
-        &sim,
+    let (_sim, gw) = with_cards_and(
         vec![
+            card(ICCID, odd),
             SimCardSpec {
-                month_total_mb: odd,
-                ..SimCardSpec::new(ICCID)
-            },
-            SimCardSpec {
-                month_total_mb: dec!(100.5),
                 growth_mb_per_query: Some(dec!(0.25)),
-                ..SimCardSpec::new(SECOND)
+                ..card(SECOND, dec!(100.5))
             },
         ],
-    );
-    let gw = default_adapter(&sim);
+        default_adapter,
+    )
+    .await;
 
-    let u = gw.usage(C, ICCID).await.expect("usage");
-    assert_eq!(u.month_total_mb, odd);
-    assert_eq!(u.month, this_month());
+    assert_usage_this_month(&*gw, C, ICCID, odd).await;
     // Growth 0: the same figure again.
     assert_eq!(month_total(&*gw, ICCID).await, odd);
 
@@ -183,9 +169,7 @@ async fn cc_get_device_usage_a_new_billing_cycle_starts_from_zero() {
 
 #[tokio::test]
 async fn cc_get_device_details_status_maps_to_network_status() {
-    let sim = sim().await;
-    register_specs(
-        &sim,
+    let (_sim, gw) = with_cards_and(
         vec![
             SimCardSpec::new(ICCID),
             SimCardSpec {
@@ -193,8 +177,9 @@ async fn cc_get_device_details_status_maps_to_network_status() {
                 ..SimCardSpec::new(SECOND)
             },
         ],
-    );
-    let gw = default_adapter(&sim);
+        default_adapter,
+    )
+    .await;
     assert_eq!(network(&*gw, ICCID).await, NetworkStatus::Online);
     assert_eq!(network(&*gw, SECOND).await, NetworkStatus::Stopped);
 }
@@ -203,30 +188,9 @@ async fn cc_get_device_details_status_maps_to_network_status() {
 async fn cc_edit_device_details_stop_then_start_answer_the_status_asked() {
     let (sim, gw) = one_card().await;
 
-    assert_eq!(
-        gw.stop(C, ICCID).await.expect("stop"),
-        NetworkStatus::Stopped
-    );
-    assert_eq!(
-        sim.state().card(ICCID).expect("card").network_status,
-        NetworkStatus::Stopped
-    );
-    assert_eq!(network(&*gw, ICCID).await, NetworkStatus::Stopped);
-    assert_eq!(
-        gw.start(C, ICCID).await.expect("start"),
-        NetworkStatus::Online
-    );
-    let view = sim.state().card(ICCID).expect("card");
+    assert_stop_then_start(&sim, &*gw, C, ICCID).await;
+    let view = assert_one_stop_one_start(&sim, ICCID);
     assert_eq!(view.network_status, NetworkStatus::Online);
-    assert_eq!(
-        (
-            view.stop_calls,
-            view.stops_applied,
-            view.start_calls,
-            view.starts_applied
-        ),
-        (1, 1, 1, 1)
-    );
 }
 
 #[tokio::test]
@@ -261,7 +225,6 @@ async fn cc_no_kyc_concept_realname_is_unsupported_without_a_request() {
 
 #[tokio::test]
 async fn cc_rate_plans_carry_no_allowance_packages_are_empty_without_a_request() {
-    let sim = sim().await;
     let pkg = CarrierPackage {
         external_id: "SIM Monthly 1GB".into(),
         status: PackageStatus::Active,
@@ -270,32 +233,20 @@ async fn cc_rate_plans_carry_no_allowance_packages_are_empty_without_a_request()
         activated_at: None,
         expires_at: None,
     };
-    register_specs(
-        &sim,
-        vec![SimCardSpec {
-            packages: vec![pkg],
-            ..SimCardSpec::new(ICCID)
-        }],
-    );
-    let gw = default_adapter(&sim);
+    let spec = SimCardSpec {
+        packages: vec![pkg],
+        ..SimCardSpec::new(ICCID)
+    };
+    let (sim, gw) = with_cards_and(vec![spec], default_adapter).await;
     assert_eq!(gw.packages(C, ICCID).await.expect("packages"), vec![]);
     assert_eq!(sim.state().stats().requests, 0);
 }
 
 #[tokio::test]
 async fn cc_no_batch_call_batch_size_is_one_and_a_dropped_answer_fails_its_card_alone() {
-    let sim = sim().await;
     let ids: Vec<String> = (1..=3).map(|i| format!("8986011234567890000{i}")).collect();
-    register_specs(
-        &sim,
-        ids.iter()
-            .map(|i| SimCardSpec {
-                month_total_mb: dec!(2),
-                ..SimCardSpec::new(i.clone())
-            })
-            .collect(),
-    );
-    let gw = default_adapter(&sim);
+    let cards = ids.iter().map(|i| card(i, dec!(2))).collect();
+    let (sim, gw) = with_cards_and(cards, default_adapter).await;
     assert_eq!(gw.batch_size(C), 1);
     // The first card's answer comes back empty (the single-card form of a dropped card).
     set_script(
@@ -422,15 +373,7 @@ async fn cc_error_handling_an_html_page_is_not_json() {
 
 #[tokio::test]
 async fn cc_error_handling_an_answer_for_another_iccid_is_refused() {
-    let sim = sim().await;
-    register_specs(
-        &sim,
-        vec![SimCardSpec {
-            month_total_mb: dec!(10),
-            ..SimCardSpec::new(ICCID)
-        }],
-    );
-    let gw = default_adapter(&sim);
+    let (sim, gw) = with_cards_and(vec![card(ICCID, dec!(10))], default_adapter).await;
     for kind in [CallKind::Usage, CallKind::Realname, CallKind::Stop] {
         assert_eq!(
             fault_of(&sim, &*gw, kind, Malformed::WrongIccid).await,

@@ -4,19 +4,17 @@
 
 mod common;
 
-use chrono::{Datelike, Months, NaiveDate, TimeZone, Utc};
+use chrono::{Datelike, Months, TimeZone, Utc};
 use common::carriers::*;
-use common::sim;
 use domain::{
     CarrierId, CarrierPackage, CarrierProtocol, Credentials, NetworkStatus, PackageStatus,
     RealNameStatus,
 };
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
-use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle};
+use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardSpec, SimHandle};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use std::sync::Arc;
-use std::time::Duration;
 
 const P: CarrierProtocol = CarrierProtocol::Ctcc5gcmp;
 const C: CarrierId = CarrierId(7);
@@ -32,10 +30,7 @@ fn ctcc_with(sim: &SimHandle, creds: Credentials) -> Arc<dyn CarrierGateway> {
 
 /// The simulator with `cards` and the adapter with the account's own credentials.
 async fn setup(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
-    let sim = sim().await;
-    sim.state().upsert_cards(cards).expect("cards register");
-    let gw = ctcc_with(&sim, default_credentials(P));
-    (sim, gw)
+    with_cards_and(cards, |sim| ctcc_with(sim, default_credentials(P))).await
 }
 
 /// An adapter whose credentials are `app_key` and `secret`.
@@ -48,62 +43,8 @@ fn signing_as(sim: &SimHandle, app_key: &str, secret: &str) -> Arc<dyn CarrierGa
     )
 }
 
-fn card(iccid: &str, total: Decimal) -> SimCardSpec {
-    SimCardSpec {
-        month_total_mb: total,
-        ..SimCardSpec::new(iccid)
-    }
-}
-
-fn this_month() -> NaiveDate {
-    let now = Utc::now().with_timezone(&chrono_tz::Asia::Shanghai);
-    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).expect("a month's first day")
-}
-
-fn ids(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
-}
-
 fn set_account(sim: &SimHandle, patch: SimAccountPatch) {
     sim.state().set_account(P, patch);
-}
-
-/// One card's calls, to run several through one table.
-#[derive(Debug, Clone, Copy)]
-enum Call {
-    Realname,
-    NetworkStatus,
-    Usage,
-    Packages,
-    Stop,
-    Start,
-}
-
-/// `call` of `iccid`, its answer dropped.
-async fn one(gw: &Arc<dyn CarrierGateway>, call: Call, iccid: &str) -> Result<(), GatewayError> {
-    match call {
-        Call::Realname => gw.realname(C, iccid).await.map(drop),
-        Call::NetworkStatus => gw.network_status(C, iccid).await.map(drop),
-        Call::Usage => gw.usage(C, iccid).await.map(drop),
-        Call::Packages => gw.packages(C, iccid).await.map(drop),
-        Call::Stop => gw.stop(C, iccid).await.map(drop),
-        Call::Start => gw.start(C, iccid).await.map(drop),
-    }
-}
-
-/// For each `(scripted call, call)`: `step` scripted, then `call` of card A fails as `fault`.
-async fn assert_faults(
-    sim: &SimHandle,
-    gw: &Arc<dyn CarrierGateway>,
-    step: ScriptStep,
-    calls: &[(CallKind, Call)],
-    fault: AnswerFault,
-) {
-    for &(kind, call) in calls {
-        set_script(sim, kind, vec![step]);
-        let e = one(gw, call, A).await.expect_err("a fault");
-        assert_eq!(unintelligible(&e), Some(fault), "{call:?}");
-    }
 }
 
 #[tokio::test]
@@ -112,7 +53,7 @@ async fn bq019_batch_realname_status_follows_the_card_and_its_change() {
     b.real_name_status = RealNameStatus::NotVerified;
     let (sim, gw) = setup(vec![card(A, Decimal::ZERO), b]).await;
 
-    let got = gw.realname_batch(C, &ids(&[A, B])).await.unwrap();
+    let got = gw.realname_batch(C, &iccids(&[A, B])).await.unwrap();
     assert_eq!(
         got,
         vec![
@@ -121,15 +62,7 @@ async fn bq019_batch_realname_status_follows_the_card_and_its_change() {
         ]
     );
 
-    sim.state()
-        .patch_card(
-            B,
-            SimCardPatch {
-                real_name_status: Some(RealNameStatus::Verified),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    set_realname(&sim, B, RealNameStatus::Verified);
     assert_eq!(gw.realname(C, B).await.unwrap(), RealNameStatus::Verified);
 }
 
@@ -143,7 +76,7 @@ async fn batch_qry_flow_by_month_usage_is_exact_and_grows_only_by_the_cards_grow
     };
     let (sim, gw) = setup(vec![fixed, growing]).await;
 
-    let first = gw.usage_batch(C, &ids(&[A, B])).await.unwrap();
+    let first = gw.usage_batch(C, &iccids(&[A, B])).await.unwrap();
     let month = this_month();
     assert_eq!(first[0].as_ref().unwrap().month, month);
     assert_eq!(
@@ -167,9 +100,7 @@ async fn batch_qry_flow_by_month_a_new_month_starts_from_zero() {
     };
     let (_sim, gw) = setup(vec![spec]).await;
 
-    let u = gw.usage(C, A).await.unwrap();
-    assert_eq!(u.month, this_month());
-    assert_eq!(u.month_total_mb, Decimal::ZERO);
+    assert_usage_this_month(&*gw, C, A, Decimal::ZERO).await;
 }
 
 #[tokio::test]
@@ -203,30 +134,12 @@ async fn qry_prod_inst_info_lists_the_cards_packages() {
 async fn lc002_stop_then_resume_answers_the_status_after_each() {
     let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
 
-    assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
+    assert_stop_then_start(&sim, &*gw, C, A).await;
     assert_eq!(
-        sim.state().card(A).unwrap().network_status,
-        NetworkStatus::Stopped
-    );
-    assert_eq!(
-        gw.network_status(C, A).await.unwrap(),
-        NetworkStatus::Stopped
-    );
-    assert_eq!(gw.start(C, A).await.unwrap(), NetworkStatus::Online);
-    assert_eq!(
-        gw.network_status_batch(C, &ids(&[A])).await.unwrap(),
+        gw.network_status_batch(C, &iccids(&[A])).await.unwrap(),
         vec![Ok(NetworkStatus::Online)]
     );
-    let v = sim.state().card(A).unwrap();
-    assert_eq!(
-        (
-            v.stop_calls,
-            v.start_calls,
-            v.stops_applied,
-            v.starts_applied
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_one_stop_one_start(&sim, A);
 }
 
 #[tokio::test]
@@ -244,13 +157,13 @@ async fn batch_answer_without_its_last_card_leaves_that_card_missing() {
     let drop_last = ScriptStep::Malformed(Malformed::DropLast);
 
     set_script(&sim, CallKind::Realname, vec![drop_last]);
-    let got = gw.realname_batch(C, &ids(&[A, B, D])).await.unwrap();
+    let got = gw.realname_batch(C, &iccids(&[A, B, D])).await.unwrap();
     assert_eq!(got[0], Ok(RealNameStatus::Verified));
     assert_eq!(got[1], Ok(RealNameStatus::Verified));
     assert_eq!(got[2], Err(GatewayError::MissingFromBatch));
 
     set_script(&sim, CallKind::Usage, vec![drop_last]);
-    let got = gw.usage_batch(C, &ids(&[A, B, D])).await.unwrap();
+    let got = gw.usage_batch(C, &iccids(&[A, B, D])).await.unwrap();
     assert_eq!(got[0].as_ref().unwrap().month_total_mb, dec!(1));
     assert_eq!(got[1].as_ref().unwrap().month_total_mb, dec!(2));
     assert_eq!(got[2], Err(GatewayError::MissingFromBatch));
@@ -265,7 +178,7 @@ async fn an_html_maintenance_page_is_not_json() {
         (CallKind::Stop, Call::Stop),
     ];
     let html = ScriptStep::Malformed(Malformed::Html);
-    assert_faults(&sim, &gw, html, &calls, AnswerFault::NotJson).await;
+    assert_faults(&sim, &*gw, (C, A), html, &calls, AnswerFault::NotJson).await;
     // The page came from a proxy: the stop never reached the platform.
     assert_eq!(
         sim.state().card(A).unwrap().network_status,
@@ -279,11 +192,19 @@ async fn an_answer_naming_another_card_is_never_attributed() {
     let wrong = ScriptStep::Malformed(Malformed::WrongIccid);
 
     let realname = [(CallKind::Realname, Call::Realname)];
-    assert_faults(&sim, &gw, wrong, &realname, AnswerFault::WrongIccid).await;
+    assert_faults(
+        &sim,
+        &*gw,
+        (C, A),
+        wrong,
+        &realname,
+        AnswerFault::WrongIccid,
+    )
+    .await;
 
     // In a batch the renamed item (the first) is ignored: that card is missing, the other right.
     set_script(&sim, CallKind::Usage, vec![wrong]);
-    let got = gw.usage_batch(C, &ids(&[A, B])).await.unwrap();
+    let got = gw.usage_batch(C, &iccids(&[A, B])).await.unwrap();
     assert_eq!(got[0], Err(GatewayError::MissingFromBatch));
     assert_eq!(got[1].as_ref().unwrap().month_total_mb, dec!(2));
 
@@ -291,7 +212,7 @@ async fn an_answer_naming_another_card_is_never_attributed() {
         (CallKind::Packages, Call::Packages),
         (CallKind::Stop, Call::Stop),
     ];
-    assert_faults(&sim, &gw, wrong, &calls, AnswerFault::WrongIccid).await;
+    assert_faults(&sim, &*gw, (C, A), wrong, &calls, AnswerFault::WrongIccid).await;
 }
 
 #[tokio::test]
@@ -315,7 +236,15 @@ async fn a_status_outside_the_documented_tables_is_unknown_status() {
         (CallKind::Packages, Call::Packages),
     ];
     let malformed = ScriptStep::Malformed(Malformed::UnknownStatus);
-    assert_faults(&sim, &gw, malformed, &calls, AnswerFault::UnknownStatus).await;
+    assert_faults(
+        &sim,
+        &*gw,
+        (C, A),
+        malformed,
+        &calls,
+        AnswerFault::UnknownStatus,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -327,7 +256,7 @@ async fn gateway_signature_a_wrong_secret_is_auth_and_decides_nothing() {
         Err(GatewayError::Auth(_))
     ));
     assert!(matches!(
-        gw.usage_batch(C, &ids(&[A])).await,
+        gw.usage_batch(C, &iccids(&[A])).await,
         Err(GatewayError::Auth(_))
     ));
     assert!(matches!(gw.probe(C).await, Err(GatewayError::Auth(_))));
@@ -357,42 +286,9 @@ async fn gateway_signature_every_request_is_signed_so_token_expiry_changes_nothi
 #[tokio::test]
 async fn gateway_rate_limit_answers_429_which_is_throttled() {
     let (sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
-    set_account(
-        &sim,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(1),
-            ..Default::default()
-        },
-    );
-    let mut throttled = None;
-    for _ in 0..5 {
-        if let Err(e) = gw.realname(C, A).await {
-            throttled = Some(e);
-            break;
-        }
-    }
-    assert_eq!(
-        throttled,
-        Some(GatewayError::Throttled {
-            retry_after: Some(Duration::from_secs(1))
-        })
-    );
-
+    assert_the_platform_limit_throttles(&sim, &*gw, (P, C), Call::Realname, A).await;
     // A scripted 429 carries the injected Retry-After.
-    set_account(
-        &sim,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(0),
-            ..Default::default()
-        },
-    );
-    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
-    assert!(matches!(
-        gw.usage(C, A).await,
-        Err(GatewayError::Throttled {
-            retry_after: Some(_)
-        })
-    ));
+    assert_a_scripted_429_is_throttled(&sim, &*gw, C, A).await;
 }
 
 #[tokio::test]
@@ -405,7 +301,7 @@ async fn gateway_5xx_is_a_carrier_error() {
     ));
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(500)]);
     assert!(matches!(
-        gw.usage_batch(C, &ids(&[A])).await,
+        gw.usage_batch(C, &iccids(&[A])).await,
         Err(GatewayError::Carrier { status: 500, .. })
     ));
 }
@@ -414,21 +310,16 @@ async fn gateway_5xx_is_a_carrier_error() {
 async fn an_unknown_card_is_not_found_in_every_call() {
     let (_sim, gw) = setup(vec![card(A, Decimal::ZERO)]).await;
     let nobody = "89860321999999999999";
-    for call in [
+    let calls = [
         Call::Realname,
         Call::Usage,
         Call::NetworkStatus,
         Call::Packages,
         Call::Stop,
         Call::Start,
-    ] {
-        assert_eq!(
-            one(&gw, call, nobody).await,
-            Err(GatewayError::NotFound),
-            "{call:?}"
-        );
-    }
-    let got = gw.realname_batch(C, &ids(&[nobody, A])).await.unwrap();
+    ];
+    assert_not_found(&*gw, C, nobody, &calls).await;
+    let got = gw.realname_batch(C, &iccids(&[nobody, A])).await.unwrap();
     assert_eq!(
         got,
         vec![Err(GatewayError::NotFound), Ok(RealNameStatus::Verified)]
@@ -461,7 +352,7 @@ async fn batch_limit_a_call_over_the_platforms_limit_is_refused() {
         },
     );
     assert!(matches!(
-        gw.realname_batch(C, &ids(&[A, B, D])).await,
+        gw.realname_batch(C, &iccids(&[A, B, D])).await,
         Err(GatewayError::Carrier { .. })
     ));
 }

@@ -3,20 +3,20 @@
 
 mod common;
 
-use chrono::{Datelike, Duration as ChronoDuration, NaiveDate, TimeZone, Utc};
+use chrono::{Datelike, Duration as ChronoDuration, TimeZone, Utc};
 use common::carriers::{
-    account, adapter, assert_no_secret, ctx, default_credentials, set_script, unintelligible,
+    Call, account, adapter, assert_a_scripted_429_is_throttled, assert_fault, assert_faults,
+    assert_no_secret, assert_not_found, assert_one_stop_one_start, assert_stop_then_start,
+    assert_the_platform_limit_throttles, assert_two_401s_are_auth, assert_usage_this_month, ctx,
+    default_credentials, malformed_next, set_realname, set_script, this_month, with_cards_and,
 };
 use common::{register, sim};
 use domain::{
     CarrierId, CarrierPackage, CarrierProtocol, Credentials, NetworkStatus, PackageStatus,
     RealNameStatus,
 };
-use gateway::carriers::units;
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
-use gateway_sim::{
-    Malformed, ScriptStep, SimAccount, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle,
-};
+use gateway_sim::{Malformed, ScriptStep, SimAccount, SimAccountPatch, SimCardSpec, SimHandle};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use std::sync::Arc;
@@ -52,10 +52,7 @@ fn refused(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
 
 /// A simulator with `cards`, and the adapter.
 async fn with_cards(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
-    let sim = sim().await;
-    sim.state().upsert_cards(cards).expect("cards register");
-    let gw = emnify(&sim);
-    (sim, gw)
+    with_cards_and(cards, emnify).await
 }
 
 fn card(iccid: &str, total: Decimal, growth: Decimal) -> SimCardSpec {
@@ -83,31 +80,6 @@ fn package(
     }
 }
 
-fn this_month() -> NaiveDate {
-    units::month_of(Utc::now(), chrono_tz::Asia::Shanghai)
-}
-
-/// The next request of `call` is answered malformed as `m`.
-fn malformed_next(sim: &SimHandle, call: CallKind, m: Malformed) {
-    set_script(sim, call, vec![ScriptStep::Malformed(m)]);
-}
-
-/// `err` is an answer not understood, of `kind`.
-fn assert_fault(err: &GatewayError, kind: AnswerFault) {
-    assert_eq!(unintelligible(err), Some(kind), "{err:?}");
-}
-
-/// The simulated platform's own limit of requests per second (0: none).
-fn rate_limit(sim: &SimHandle, per_sec: u64) {
-    sim.state().set_account(
-        P,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(per_sec),
-            ..SimAccountPatch::default()
-        },
-    );
-}
-
 #[tokio::test]
 async fn emnify_sim_stats_current_month_volume_is_month_to_date_mb_exactly() {
     let kb = dec!(0.0009765625); // 1 KB, not a round MB
@@ -120,9 +92,7 @@ async fn emnify_sim_stats_current_month_volume_is_month_to_date_mb_exactly() {
 
     // Growth 0: the same figure twice.
     for _ in 0..2 {
-        let u = gw.usage(C, A).await.unwrap();
-        assert_eq!(u.month, this_month());
-        assert_eq!(u.month_total_mb, dec!(100.5));
+        assert_usage_this_month(&*gw, C, A, dec!(100.5)).await;
     }
     // 1 KB a query: 2 KB, then 3 KB, exactly.
     for want in [dec!(0.001953125), dec!(0.0029296875)] {
@@ -145,9 +115,7 @@ async fn emnify_sim_stats_month_rollover_starts_the_new_month_from_zero() {
         ..card(A, dec!(4096), dec!(1.5))
     }])
     .await;
-    let u = gw.usage(C, A).await.unwrap();
-    assert_eq!(u.month, this_month());
-    assert_eq!(u.month_total_mb, dec!(1.5));
+    assert_usage_this_month(&*gw, C, A, dec!(1.5)).await;
 }
 
 #[tokio::test]
@@ -164,15 +132,7 @@ async fn emnify_sim_list_filter_finds_both_iccid_forms_and_realname_is_verified_
     assert_eq!(gw.realname(C, A).await, Ok(RealNameStatus::Verified));
     assert_eq!(gw.realname(C, B).await, Ok(RealNameStatus::Verified));
     // A real-name change on the carrier side has no emnify counterpart: still Verified.
-    sim.state()
-        .patch_card(
-            B,
-            SimCardPatch {
-                real_name_status: Some(RealNameStatus::NotVerified),
-                ..SimCardPatch::default()
-            },
-        )
-        .unwrap();
+    set_realname(&sim, B, RealNameStatus::NotVerified);
     assert_eq!(gw.realname(C, B).await, Ok(RealNameStatus::Verified));
     assert_eq!(gw.network_status(C, A).await, Ok(NetworkStatus::Online));
     assert_eq!(gw.batch_size(C), 1, "emnify has no batch call we use");
@@ -181,24 +141,9 @@ async fn emnify_sim_list_filter_finds_both_iccid_forms_and_realname_is_verified_
 #[tokio::test]
 async fn emnify_sim_by_id_patch_status_suspends_then_activates() {
     let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
-    assert_eq!(gw.stop(C, A).await, Ok(NetworkStatus::Stopped));
-    assert_eq!(
-        sim.state().card(A).unwrap().network_status,
-        NetworkStatus::Stopped
-    );
-    assert_eq!(gw.network_status(C, A).await, Ok(NetworkStatus::Stopped));
-    assert_eq!(gw.start(C, A).await, Ok(NetworkStatus::Online));
+    assert_stop_then_start(&sim, &*gw, C, A).await;
     assert_eq!(gw.network_status(C, A).await, Ok(NetworkStatus::Online));
-    let v = sim.state().card(A).unwrap();
-    assert_eq!(
-        (
-            v.stop_calls,
-            v.stops_applied,
-            v.start_calls,
-            v.starts_applied
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_one_stop_one_start(&sim, A);
 }
 
 #[tokio::test]
@@ -310,10 +255,9 @@ async fn emnify_sim_stats_without_any_period_is_not_read_as_zero() {
 #[tokio::test]
 async fn emnify_html_maintenance_page_is_not_json() {
     let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
-    malformed_next(&sim, CallKind::Usage, Malformed::Html);
-    assert_fault(&gw.usage(C, A).await.unwrap_err(), AnswerFault::NotJson);
-    malformed_next(&sim, CallKind::Stop, Malformed::Html);
-    assert_fault(&gw.stop(C, A).await.unwrap_err(), AnswerFault::NotJson);
+    let html = ScriptStep::Malformed(Malformed::Html);
+    let calls = [(CallKind::Usage, Call::Usage), (CallKind::Stop, Call::Stop)];
+    assert_faults(&sim, &*gw, (C, A), html, &calls, AnswerFault::NotJson).await;
 }
 
 #[tokio::test]
@@ -321,22 +265,19 @@ async fn emnify_answers_naming_another_sim_are_wrong_iccid() {
     let (sim, gw) = with_cards(vec![card(A, dec!(8), Decimal::ZERO)]).await;
     // Hold a token first: the script must hit the calls, not the authentication.
     gw.probe(C).await.unwrap();
+    let wrong = ScriptStep::Malformed(Malformed::WrongIccid);
+    let fault = AnswerFault::WrongIccid;
     // The list filter answers another SIM.
-    malformed_next(&sim, CallKind::Realname, Malformed::WrongIccid);
-    assert_fault(
-        &gw.realname(C, A).await.unwrap_err(),
-        AnswerFault::WrongIccid,
-    );
-    // The SIM by id answers another ICCID (the id is now known).
+    let calls = [(CallKind::Realname, Call::Realname)];
+    assert_faults(&sim, &*gw, (C, A), wrong, &calls, fault).await;
+    // The SIM by id answers another ICCID (the id is now known), then the statistics name
+    // another SIM id.
     assert_eq!(gw.realname(C, A).await, Ok(RealNameStatus::Verified));
-    malformed_next(&sim, CallKind::Realname, Malformed::WrongIccid);
-    assert_fault(
-        &gw.network_status(C, A).await.unwrap_err(),
-        AnswerFault::WrongIccid,
-    );
-    // The statistics name another SIM id.
-    malformed_next(&sim, CallKind::Usage, Malformed::WrongIccid);
-    assert_fault(&gw.usage(C, A).await.unwrap_err(), AnswerFault::WrongIccid);
+    let calls = [
+        (CallKind::Realname, Call::NetworkStatus),
+        (CallKind::Usage, Call::Usage),
+    ];
+    assert_faults(&sim, &*gw, (C, A), wrong, &calls, fault).await;
 }
 
 #[tokio::test]
@@ -347,16 +288,20 @@ async fn emnify_sim_status_outside_the_table_is_unknown_status() {
     }])
     .await;
     gw.probe(C).await.unwrap();
-    malformed_next(&sim, CallKind::Realname, Malformed::UnknownStatus);
-    assert_fault(
-        &gw.network_status(C, A).await.unwrap_err(),
+    let unknown = ScriptStep::Malformed(Malformed::UnknownStatus);
+    let calls = [
+        (CallKind::Realname, Call::NetworkStatus),
+        (CallKind::Packages, Call::Packages),
+    ];
+    assert_faults(
+        &sim,
+        &*gw,
+        (C, A),
+        unknown,
+        &calls,
         AnswerFault::UnknownStatus,
-    );
-    malformed_next(&sim, CallKind::Packages, Malformed::UnknownStatus);
-    assert_fault(
-        &gw.packages(C, A).await.unwrap_err(),
-        AnswerFault::UnknownStatus,
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -391,13 +336,7 @@ async fn emnify_jwt_expired_mid_run_is_renewed_transparently() {
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(401)]);
     assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(3));
     // Refused twice in a row: the credentials are the problem.
-    set_script(
-        &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Status(401), ScriptStep::Status(401)],
-    );
-    let e = gw.usage(C, A).await.unwrap_err();
-    assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
+    assert_two_401s_are_auth(&sim, &*gw, C, A).await;
 }
 
 #[tokio::test]
@@ -427,33 +366,9 @@ async fn emnify_rate_limits_answer_429_which_is_throttled() {
     let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
     gw.usage(C, A).await.unwrap();
     // The platform's own limit (10 req/s on the stats path, lowered here to 1).
-    rate_limit(&sim, 1);
-    let mut throttled = None;
-    for _ in 0..5 {
-        if let Err(e) = gw.usage(C, A).await {
-            throttled = Some(e);
-            break;
-        }
-    }
-    assert_eq!(
-        throttled,
-        Some(GatewayError::Throttled {
-            retry_after: Some(Duration::from_secs(1))
-        })
-    );
-    rate_limit(&sim, 0);
+    assert_the_platform_limit_throttles(&sim, &*gw, (P, C), Call::Usage, A).await;
     // A scripted 429 carries the simulator's Retry-After.
-    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
-    let e = gw.usage(C, A).await.unwrap_err();
-    assert!(
-        matches!(
-            e,
-            GatewayError::Throttled {
-                retry_after: Some(_)
-            }
-        ),
-        "{e:?}"
-    );
+    assert_a_scripted_429_is_throttled(&sim, &*gw, C, A).await;
 }
 
 #[tokio::test]
@@ -479,11 +394,9 @@ async fn emnify_unknown_sim_is_not_found() {
     let sim = sim().await;
     let gw = emnify(&sim);
     let nope = "89883030000000009999";
-    assert_eq!(gw.realname(C, nope).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.usage(C, nope).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.packages(C, nope).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.stop(C, nope).await, Err(GatewayError::NotFound));
-    assert_eq!(gw.start(C, "123").await, Err(GatewayError::NotFound));
+    let calls = [Call::Realname, Call::Usage, Call::Packages, Call::Stop];
+    assert_not_found(&*gw, C, nope, &calls).await;
+    assert_not_found(&*gw, C, "123", &[Call::Start]).await;
 }
 
 #[tokio::test]

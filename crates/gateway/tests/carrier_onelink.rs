@@ -7,22 +7,20 @@ use axum::Router;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::get;
-use chrono::{Months, Utc};
+use chrono::Months;
 use common::carriers::*;
 use common::sim;
 use domain::{
     CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol, Credentials,
     NetworkStatus, PackageStatus, RealNameStatus,
 };
-use gateway::carriers::units::month_of;
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
-use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle};
+use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardSpec, SimHandle};
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 
 const P: CarrierProtocol = CarrierProtocol::OneLink;
 const C: CarrierId = CarrierId(7);
-const TZ: chrono_tz::Tz = chrono_tz::Asia::Shanghai;
 
 /// The simulated platform's account, with `creds` and `limits`.
 fn onelink_account(sim: &SimHandle, creds: Credentials, limits: CarrierLimits) -> CarrierAccount {
@@ -46,10 +44,7 @@ fn onelink(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
 
 /// The simulator with `cards`, and the adapter of its account.
 async fn setup(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
-    let sim = sim().await;
-    sim.state().upsert_cards(cards).expect("cards register");
-    let gw = onelink(&sim);
-    (sim, gw)
+    with_cards_and(cards, onelink).await
 }
 
 /// A stand-in platform serving `app` on port 0, and the adapter of the simulator's account
@@ -81,35 +76,6 @@ fn no_change_lock(sim: &SimHandle) {
     );
 }
 
-fn by_call(sim: &SimHandle, call: &str) -> u64 {
-    sim.state().stats().by_call[call]
-}
-
-fn iccids(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
-}
-
-/// One card's calls, to run several through one table.
-#[derive(Debug, Clone, Copy)]
-enum Call {
-    Realname,
-    NetworkStatus,
-    Usage,
-    Packages,
-    Stop,
-}
-
-/// `call` of `iccid`, its answer dropped.
-async fn one(gw: &Arc<dyn CarrierGateway>, call: Call, iccid: &str) -> Result<(), GatewayError> {
-    match call {
-        Call::Realname => gw.realname(C, iccid).await.map(drop),
-        Call::NetworkStatus => gw.network_status(C, iccid).await.map(drop),
-        Call::Usage => gw.usage(C, iccid).await.map(drop),
-        Call::Packages => gw.packages(C, iccid).await.map(drop),
-        Call::Stop => gw.stop(C, iccid).await.map(drop),
-    }
-}
-
 /// `malformed` scripted for the next requests of `kind` (one per call), then each of `calls` of
 /// `iccid` is an answer not understood of its fault.
 async fn assert_not_understood(
@@ -125,7 +91,7 @@ async fn assert_not_understood(
         vec![ScriptStep::Malformed(malformed); calls.len()],
     );
     for &(call, fault) in calls {
-        let e = one(gw, call, iccid)
+        let e = one(&**gw, C, call, iccid)
             .await
             .expect_err("an answer not understood");
         assert_eq!(
@@ -145,16 +111,16 @@ async fn onelink_5_1_get_token_is_cached_and_renewed_when_expired() {
     gw.usage(C, "898600A1").await.unwrap();
     gw.usage(C, "898600A1").await.unwrap();
     // Token requests count as `realname` in the sim's stats: one token for both calls.
-    assert_eq!(by_call(&sim, "realname"), 1, "the token is cached");
-    assert_eq!(by_call(&sim, "usage"), 2);
+    assert_eq!(requests(&sim, CallKind::Realname), 1, "the token is cached");
+    assert_eq!(requests(&sim, CallKind::Usage), 2);
 
     // The token lapses mid-run: the next call is refused with 12021, renewed, sent again.
     assert_eq!(sim.state().expire_tokens(P), 1);
     let u = gw.usage(C, "898600A1").await.expect("renewal is invisible");
     assert_eq!(u.month_total_mb, dec!(0));
-    assert_eq!(by_call(&sim, "realname"), 2, "one new token");
+    assert_eq!(requests(&sim, CallKind::Realname), 2, "one new token");
     assert_eq!(
-        by_call(&sim, "usage"),
+        requests(&sim, CallKind::Usage),
         4,
         "the refused request and its resend"
     );
@@ -187,8 +153,8 @@ async fn onelink_5_1_refused_credentials_are_auth_without_a_second_decision() {
     assert!(matches!(e, GatewayError::Auth(_)), "{e:?}");
     // One token request in all (the refusal is remembered: the second call does not ask the
     // platform's login again), no retry, and the change never reached the platform.
-    assert_eq!(by_call(&sim, "realname"), 1);
-    assert_eq!(by_call(&sim, "stop"), 0);
+    assert_eq!(requests(&sim, CallKind::Realname), 1);
+    assert_eq!(requests(&sim, CallKind::Stop), 0);
     let card = sim.state().card("898600B1").unwrap();
     assert_eq!(
         (card.stop_calls, card.network_status),
@@ -254,15 +220,7 @@ async fn onelink_6_1_realname_status_and_its_change() {
         gw.realname(C, "898600C1").await,
         Ok(RealNameStatus::NotVerified)
     );
-    sim.state()
-        .patch_card(
-            "898600C1",
-            SimCardPatch {
-                real_name_status: Some(RealNameStatus::Verified),
-                ..SimCardPatch::default()
-            },
-        )
-        .unwrap();
+    set_realname(&sim, "898600C1", RealNameStatus::Verified);
     assert_eq!(
         gw.realname(C, "898600C1").await,
         Ok(RealNameStatus::Verified)
@@ -275,26 +233,16 @@ async fn onelink_6_1_realname_status_and_its_change() {
 #[tokio::test]
 async fn onelink_7_1_usage_in_kb_is_exact_megabytes() {
     let (sim, gw) = setup(vec![
-        SimCardSpec {
-            month_total_mb: dec!(100.5),
-            ..SimCardSpec::new("898600D1")
-        },
+        card("898600D1", dec!(100.5)),
         // 1025 KB: not a round megabyte.
+        card("898600D2", dec!(1.0009765625)),
         SimCardSpec {
-            month_total_mb: dec!(1.0009765625),
-            ..SimCardSpec::new("898600D2")
-        },
-        SimCardSpec {
-            month_total_mb: dec!(10),
             growth_mb_per_query: Some(dec!(0.25)),
-            ..SimCardSpec::new("898600D3")
+            ..card("898600D3", dec!(10))
         },
     ])
     .await;
-    let this_month = month_of(Utc::now(), TZ);
-
-    let u = gw.usage(C, "898600D1").await.unwrap();
-    assert_eq!((u.month, u.month_total_mb), (this_month, dec!(100.5)));
+    assert_usage_this_month(&*gw, C, "898600D1", dec!(100.5)).await;
     assert_eq!(
         gw.usage(C, "898600D1").await.unwrap().month_total_mb,
         dec!(100.5),
@@ -317,18 +265,14 @@ async fn onelink_7_1_usage_in_kb_is_exact_megabytes() {
 
 #[tokio::test]
 async fn onelink_7_2_a_new_month_starts_from_zero() {
-    let this_month = month_of(Utc::now(), TZ);
-    let last_month = this_month.checked_sub_months(Months::new(1)).unwrap();
+    let last_month = this_month().checked_sub_months(Months::new(1)).unwrap();
     let (sim, gw) = setup(vec![SimCardSpec {
-        month_total_mb: dec!(500),
         growth_mb_per_query: Some(dec!(1.5)),
         month: Some(last_month.format("%Y-%m").to_string()),
-        ..SimCardSpec::new("898600E1")
+        ..card("898600E1", dec!(500))
     }])
     .await;
-    let u = gw.usage(C, "898600E1").await.unwrap();
-    assert_eq!(u.month, this_month);
-    assert_eq!(u.month_total_mb, dec!(1.5));
+    assert_usage_this_month(&*gw, C, "898600E1", dec!(1.5)).await;
     sim.shutdown().await.unwrap();
 }
 
@@ -410,26 +354,8 @@ async fn onelink_10_1_stop_then_start_answer_the_status_after() {
     let (sim, gw) = setup(vec![SimCardSpec::new("898600H1")]).await;
     no_change_lock(&sim);
 
-    assert_eq!(gw.stop(C, "898600H1").await, Ok(NetworkStatus::Stopped));
-    assert_eq!(
-        sim.state().card("898600H1").unwrap().network_status,
-        NetworkStatus::Stopped
-    );
-    assert_eq!(
-        gw.network_status(C, "898600H1").await,
-        Ok(NetworkStatus::Stopped)
-    );
-    assert_eq!(gw.start(C, "898600H1").await, Ok(NetworkStatus::Online));
-    let v = sim.state().card("898600H1").unwrap();
-    assert_eq!(
-        (
-            v.stop_calls,
-            v.start_calls,
-            v.stops_applied,
-            v.starts_applied
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_stop_then_start(&sim, &*gw, C, "898600H1").await;
+    let v = assert_one_stop_one_start(&sim, "898600H1");
     assert_eq!(v.network_status, NetworkStatus::Online);
     sim.shutdown().await.unwrap();
 }
@@ -481,13 +407,11 @@ async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
     let (sim, gw) = setup(vec![
         SimCardSpec {
             real_name_status: RealNameStatus::NotVerified,
-            month_total_mb: dec!(2.5),
-            ..SimCardSpec::new("898600J1")
+            ..card("898600J1", dec!(2.5))
         },
         SimCardSpec {
             network_status: NetworkStatus::Stopped,
-            month_total_mb: dec!(0.0009765625),
-            ..SimCardSpec::new("898600J2")
+            ..card("898600J2", dec!(0.0009765625))
         },
         SimCardSpec::new("898600J3"),
     ])
@@ -528,25 +452,16 @@ async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
         ]
     );
     // One request each (plus the token).
-    assert_eq!(by_call(&sim, "usage"), 1);
+    assert_eq!(requests(&sim, CallKind::Usage), 1);
     sim.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn onelink_11_2_a_card_dropped_from_a_batch_answer_is_missing() {
     let (sim, gw) = setup(vec![
-        SimCardSpec {
-            month_total_mb: dec!(1),
-            ..SimCardSpec::new("898600K1")
-        },
-        SimCardSpec {
-            month_total_mb: dec!(2),
-            ..SimCardSpec::new("898600K2")
-        },
-        SimCardSpec {
-            month_total_mb: dec!(3),
-            ..SimCardSpec::new("898600K3")
-        },
+        card("898600K1", dec!(1)),
+        card("898600K2", dec!(2)),
+        card("898600K3", dec!(3)),
     ])
     .await;
     set_script(
@@ -607,7 +522,7 @@ async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the
     assert_eq!(gw.batch_size(C), 2);
     let got = gw.usage_batch(C, &iccids(&cards)).await.unwrap();
     assert!(got.iter().all(|r| r.is_ok()), "{got:?}");
-    assert_eq!(by_call(&sim, "usage"), 3);
+    assert_eq!(requests(&sim, CallKind::Usage), 3);
 
     // A platform that takes fewer cards than we send refuses the request (12034).
     set_account(
@@ -698,14 +613,9 @@ async fn onelink_3_2_a_status_outside_the_table_is_unknown_status() {
 #[tokio::test]
 async fn onelink_3_1_unknown_card_is_not_found() {
     let (sim, gw) = setup(vec![]).await;
-    for call in [Call::Usage, Call::Realname, Call::Packages, Call::Stop] {
-        assert_eq!(
-            one(&gw, call, "nope").await,
-            Err(GatewayError::NotFound),
-            "{call:?}"
-        );
-    }
-    assert_eq!(by_call(&sim, "stop"), 1, "a NotFound is final");
+    let calls = [Call::Usage, Call::Realname, Call::Packages, Call::Stop];
+    assert_not_found(&*gw, C, "nope", &calls).await;
+    assert_eq!(requests(&sim, CallKind::Stop), 1, "a NotFound is final");
     sim.shutdown().await.unwrap();
 }
 
@@ -717,13 +627,7 @@ async fn onelink_3_3_server_errors_are_carrier_and_throttling_is_throttled() {
         Err(e @ GatewayError::Carrier { status: 503, .. }) => assert!(e.is_retryable()),
         other => panic!("expected Carrier 503, got {other:?}"),
     }
-    set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
-    assert!(matches!(
-        gw.usage(C, "898600P1").await,
-        Err(GatewayError::Throttled {
-            retry_after: Some(_)
-        })
-    ));
+    assert_a_scripted_429_is_throttled(&sim, &*gw, C, "898600P1").await;
     assert!(gw.usage(C, "898600P1").await.is_ok());
     sim.shutdown().await.unwrap();
 }
@@ -732,13 +636,7 @@ async fn onelink_3_3_server_errors_are_carrier_and_throttling_is_throttled() {
 async fn onelink_4_1_the_platform_rate_limit_is_throttled() {
     let (sim, gw) = setup(vec![SimCardSpec::new("898600Q1")]).await;
     gw.usage(C, "898600Q1").await.unwrap();
-    set_account(
-        &sim,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(1),
-            ..SimAccountPatch::default()
-        },
-    );
+    rate_limit(&sim, P, 1);
     let mut throttled = 0;
     for _ in 0..3 {
         match gw.usage(C, "898600Q1").await {

@@ -6,19 +6,20 @@ mod common;
 
 use chrono::{Duration as Days, TimeZone, Utc};
 use common::carriers::{
-    account, adapter, assert_no_secret, ctx, default_credentials, set_script, unintelligible,
+    Call, account, adapter, assert_fault, assert_faults, assert_no_secret, assert_not_found,
+    assert_one_stop_one_start, assert_stop_then_start, assert_two_401s_are_auth,
+    assert_usage_this_month, card, ctx, default_credentials, malformed_next, rate_limit, requests,
+    set_realname, set_script, this_month, unintelligible, with_cards_and,
 };
 use common::sim;
 use domain::{
     CarrierId, CarrierPackage, CarrierProtocol, Credentials, NetworkStatus, PackageStatus,
     RealNameStatus,
 };
-use gateway::carriers::units::month_of;
 use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
 use gateway_sim::{
     FaultsPatch, Hang, Malformed, ScriptStep, SimAccountPatch, SimCardPatch, SimCardSpec, SimHandle,
 };
-use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,47 +50,7 @@ fn default_adapter(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
 
 /// A simulator with `cards`, and the adapter.
 async fn with_cards(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
-    let sim = sim().await;
-    sim.state().upsert_cards(cards).expect("cards register");
-    let gw = default_adapter(&sim);
-    (sim, gw)
-}
-
-fn card(iccid: &str, total: Decimal) -> SimCardSpec {
-    SimCardSpec {
-        month_total_mb: total,
-        ..SimCardSpec::new(iccid)
-    }
-}
-
-/// The next request of `call` is answered malformed as `m`.
-fn malformed_next(sim: &SimHandle, call: CallKind, m: Malformed) {
-    set_script(sim, call, vec![ScriptStep::Malformed(m)]);
-}
-
-/// `err` is an answer not understood, of `kind`.
-fn assert_fault(err: &GatewayError, kind: AnswerFault) {
-    assert_eq!(unintelligible(err), Some(kind), "{err:?}");
-}
-
-/// The simulated platform's own limit of requests per second.
-fn rate_limit(sim: &SimHandle, per_sec: u64) {
-    sim.state().set_account(
-        P,
-        SimAccountPatch {
-            rate_limit_per_sec: Some(per_sec),
-            ..SimAccountPatch::default()
-        },
-    );
-}
-
-fn current_month() -> chrono::NaiveDate {
-    month_of(Utc::now(), chrono_tz::Asia::Shanghai)
-}
-
-/// Requests the sim received per call kind (token requests count as `realname`).
-fn requests(sim: &SimHandle, kind: CallKind) -> u64 {
-    sim.state().stats().by_call[kind.as_str()]
+    with_cards_and(cards, default_adapter).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -127,13 +88,7 @@ async fn authorization_token_expired_mid_run_is_renewed_transparently() {
 #[tokio::test]
 async fn authorization_token_refused_after_one_renewal_is_auth() {
     let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
-    set_script(
-        &sim,
-        CallKind::Usage,
-        vec![ScriptStep::Status(401), ScriptStep::Status(401)],
-    );
-    let err = gw.usage(C, A).await.unwrap_err();
-    assert!(matches!(err, GatewayError::Auth(_)), "{err:?}");
+    assert_two_401s_are_auth(&sim, &*gw, C, A).await;
     // One renewal, not a loop.
     assert_eq!(requests(&sim, CallKind::Realname), 2);
     assert_eq!(requests(&sim, CallKind::Usage), 2);
@@ -190,9 +145,7 @@ async fn authorization_probe_is_one_authenticated_page_of_the_sim_list() {
 async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
     // 1 KB is 0.0009765625 MB: not a round figure, kept exactly.
     let (sim, gw) = with_cards(vec![card(A, dec!(100.5)), card(B, dec!(0.0009765625))]).await;
-    let u = gw.usage(C, A).await.unwrap();
-    assert_eq!(u.month, current_month());
-    assert_eq!(u.month_total_mb, dec!(100.5));
+    assert_usage_this_month(&*gw, C, A, dec!(100.5)).await;
     // Growth 0: the same figure again.
     assert_eq!(gw.usage(C, A).await.unwrap().month_total_mb, dec!(100.5));
     assert_eq!(
@@ -216,17 +169,13 @@ async fn sim_usage_daily_mb_volumes_sum_exactly_to_the_month() {
 
 #[tokio::test]
 async fn sim_usage_month_rollover_starts_the_new_month_from_zero() {
-    let last_month = (current_month() - Days::days(1))
-        .format("%Y-%m")
-        .to_string();
+    let last_month = (this_month() - Days::days(1)).format("%Y-%m").to_string();
     let (_sim, gw) = with_cards(vec![SimCardSpec {
         month: Some(last_month),
         ..card(A, dec!(512.25))
     }])
     .await;
-    let u = gw.usage(C, A).await.unwrap();
-    assert_eq!(u.month, current_month());
-    assert_eq!(u.month_total_mb, dec!(0));
+    assert_usage_this_month(&*gw, C, A, dec!(0)).await;
 }
 
 #[tokio::test]
@@ -252,14 +201,14 @@ async fn sim_usage_an_empty_answer_is_a_missing_field_never_zero() {
 async fn sim_usage_unknown_card_is_not_found() {
     let sim = sim().await;
     let gw = default_adapter(&sim);
-    assert_eq!(gw.usage(C, A).await.unwrap_err(), GatewayError::NotFound);
-    assert_eq!(gw.packages(C, A).await.unwrap_err(), GatewayError::NotFound);
-    assert_eq!(gw.realname(C, A).await.unwrap_err(), GatewayError::NotFound);
-    assert_eq!(
-        gw.network_status(C, A).await.unwrap_err(),
-        GatewayError::NotFound
-    );
-    assert_eq!(gw.stop(C, A).await.unwrap_err(), GatewayError::NotFound);
+    let calls = [
+        Call::Usage,
+        Call::Packages,
+        Call::Realname,
+        Call::NetworkStatus,
+        Call::Stop,
+    ];
+    assert_not_found(&*gw, C, A, &calls).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,15 +283,7 @@ async fn general_sims_realname_is_verified_for_every_known_sim() {
     .await;
     // 1NCE has no KYC status: the sim's flag has no 1NCE field and changes nothing.
     assert_eq!(gw.realname(C, A).await.unwrap(), RealNameStatus::Verified);
-    sim.state()
-        .patch_card(
-            A,
-            SimCardPatch {
-                real_name_status: Some(RealNameStatus::Verified),
-                ..SimCardPatch::default()
-            },
-        )
-        .unwrap();
+    set_realname(&sim, A, RealNameStatus::Verified);
     assert_eq!(gw.realname(C, A).await.unwrap(), RealNameStatus::Verified);
 }
 
@@ -353,30 +294,12 @@ async fn general_sims_put_status_disabled_then_enabled() {
         gw.network_status(C, A).await.unwrap(),
         NetworkStatus::Online
     );
-    assert_eq!(gw.stop(C, A).await.unwrap(), NetworkStatus::Stopped);
-    assert_eq!(
-        sim.state().card(A).unwrap().network_status,
-        NetworkStatus::Stopped
-    );
-    assert_eq!(
-        gw.network_status(C, A).await.unwrap(),
-        NetworkStatus::Stopped
-    );
-    assert_eq!(gw.start(C, A).await.unwrap(), NetworkStatus::Online);
+    assert_stop_then_start(&sim, &*gw, C, A).await;
     assert_eq!(
         gw.network_status(C, A).await.unwrap(),
         NetworkStatus::Online
     );
-    let v = sim.state().card(A).unwrap();
-    assert_eq!(
-        (
-            v.stop_calls,
-            v.start_calls,
-            v.stops_applied,
-            v.starts_applied
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_one_stop_one_start(&sim, A);
 }
 
 #[tokio::test]
@@ -405,12 +328,12 @@ async fn general_sims_put_is_retried_on_5xx_and_never_on_html() {
 async fn general_sims_answer_for_another_iccid_is_refused() {
     let (sim, gw) = with_cards(vec![SimCardSpec::new(A)]).await;
     gw.probe(C).await.unwrap();
-    malformed_next(&sim, CallKind::Realname, Malformed::WrongIccid);
-    let err = gw.network_status(C, A).await.unwrap_err();
-    assert_fault(&err, AnswerFault::WrongIccid);
-    malformed_next(&sim, CallKind::Realname, Malformed::WrongIccid);
-    let err = gw.realname(C, A).await.unwrap_err();
-    assert_fault(&err, AnswerFault::WrongIccid);
+    let wrong = ScriptStep::Malformed(Malformed::WrongIccid);
+    let calls = [
+        (CallKind::Realname, Call::NetworkStatus),
+        (CallKind::Realname, Call::Realname),
+    ];
+    assert_faults(&sim, &*gw, (C, A), wrong, &calls, AnswerFault::WrongIccid).await;
 }
 
 #[tokio::test]
@@ -503,7 +426,7 @@ async fn general_sims_page_size_over_100_is_refused_by_the_platform() {
 #[tokio::test]
 async fn api_rate_limits_sims_over_10_per_second_is_throttled() {
     let (sim, gw) = with_cards(vec![card(A, dec!(1))]).await;
-    rate_limit(&sim, 10);
+    rate_limit(&sim, P, 10);
     let calls = (0..30).map(|_| gw.usage(C, A));
     let results = futures::future::join_all(calls).await;
     let throttled = results
@@ -516,7 +439,7 @@ async fn api_rate_limits_sims_over_10_per_second_is_throttled() {
     assert_eq!(throttled + ok, 30, "{results:?}");
 
     // A scripted 429 carries Retry-After.
-    rate_limit(&sim, 0);
+    rate_limit(&sim, P, 0);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     set_script(&sim, CallKind::Usage, vec![ScriptStep::Status(429)]);
     assert_eq!(
