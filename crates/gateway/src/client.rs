@@ -195,10 +195,7 @@ impl HttpGateway {
         result
     }
 
-    /// Takes a slot of the shared budget. Fails open: when the limiter itself cannot answer
-    /// (Redis down), the call goes ahead. The carrier still enforces its quota with 429s, which
-    /// we handle; failing closed would turn a Redis blip into a halt of every poll and every
-    /// stop/start in the cluster.
+    /// Takes a slot of the shared budget ([`honour_slot`]: fails open).
     async fn wait_for_slot(&self, kind: CallKind, carrier: CarrierId) -> Result<(), GatewayError> {
         let (Some(limiter), rate) = (&self.limiter, self.rate_of(carrier)) else {
             return Ok(());
@@ -219,19 +216,7 @@ impl HttpGateway {
         if class == CallClass::Query {
             self.seen.reserved();
         }
-        match reserved {
-            Ok(Some(wait)) => {
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
-                Ok(())
-            }
-            Ok(None) => Err(GatewayError::RateLimited),
-            Err(e) => {
-                warn!(call = %kind, carrier = %carrier, error = %e, "rate limiter unavailable, calling without it");
-                Ok(())
-            }
-        }
+        honour_slot(reserved, kind.as_str(), carrier).await
     }
 
     async fn request<T: DeserializeOwned>(
@@ -294,6 +279,29 @@ fn from_reqwest(e: reqwest::Error) -> GatewayError {
         GatewayError::Decode(error_chain(&e))
     } else {
         GatewayError::Transport(error_chain(&e))
+    }
+}
+
+/// Waits for a reserved slot of the carrier's budget. Fails open: when the limiter itself
+/// cannot answer (Redis down), the call goes ahead; the carrier still enforces its quota with
+/// refusals, which callers handle, and failing closed would halt every poll on a Redis blip.
+pub(crate) async fn honour_slot(
+    reserved: Result<Option<Duration>, domain::RateLimitError>,
+    call: &str,
+    carrier: CarrierId,
+) -> Result<(), GatewayError> {
+    match reserved {
+        Ok(Some(wait)) => {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            Ok(())
+        }
+        Ok(None) => Err(GatewayError::RateLimited),
+        Err(e) => {
+            warn!(call, carrier = %carrier, error = %e, "rate limiter unavailable, calling without it");
+            Ok(())
+        }
     }
 }
 

@@ -17,7 +17,7 @@
 //! `cmp_carrier_answer_errors_total{carrier, protocol, kind}` for answers not understood.
 
 use crate::carriers::AdapterContext;
-use crate::client::error_chain;
+use crate::client::{error_chain, honour_slot};
 use crate::{AnswerFault, GatewayError, RetryPolicy};
 use domain::{CallClass, CarrierAccount, CarrierId, CarrierProtocol, RateLimiter};
 use reqwest::header::HeaderMap;
@@ -197,6 +197,22 @@ impl CarrierHttp {
         GatewayError::Unintelligible { kind, detail }
     }
 
+    /// An HTML page (a proxy's, a maintenance or login page) is never the platform's answer:
+    /// [`AnswerFault::NotJson`], with its start for the log.
+    pub(crate) fn refuse_html(&self, what: &str, answer: &Answer) -> Result<(), GatewayError> {
+        if !answer.looks_like_html() {
+            return Ok(());
+        }
+        Err(self.fault(
+            AnswerFault::NotJson,
+            format!(
+                "{what}: an HTML page (HTTP {}): {}",
+                answer.status,
+                self.excerpt(answer)
+            ),
+        ))
+    }
+
     /// Decodes a success body as JSON; an HTML page, an empty or non-JSON body, or a body of
     /// the wrong shape is [`GatewayError::Unintelligible`].
     pub(crate) fn json<T: DeserializeOwned>(
@@ -204,16 +220,7 @@ impl CarrierHttp {
         what: &str,
         answer: &Answer,
     ) -> Result<T, GatewayError> {
-        if answer.looks_like_html() {
-            return Err(self.fault(
-                AnswerFault::NotJson,
-                format!(
-                    "{what}: an HTML page (HTTP {}): {}",
-                    answer.status,
-                    self.excerpt(answer)
-                ),
-            ));
-        }
+        self.refuse_html(what, answer)?;
         serde_json::from_slice(&answer.body).map_err(|e| {
             let kind = match e.classify() {
                 serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
@@ -337,22 +344,10 @@ impl CarrierHttp {
         if self.rate == 0 {
             return Ok(());
         }
-        match limiter
+        let reserved = limiter
             .reserve(&self.carrier_label, self.rate, class, self.max_rate_wait)
-            .await
-        {
-            Ok(Some(wait)) => {
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
-                Ok(())
-            }
-            Ok(None) => Err(GatewayError::RateLimited),
-            Err(e) => {
-                warn!(carrier = %self.carrier, call, error = %e, "rate limiter unavailable, calling without it");
-                Ok(())
-            }
-        }
+            .await;
+        honour_slot(reserved, call, self.carrier).await
     }
 
     /// Runs a stop/start attempt up to `retry.attempts` times on retryable errors, after the

@@ -70,16 +70,9 @@ pub(super) fn refused(http: &CarrierHttp, what: &str, answer: &Answer) -> Gatewa
             retry_after: answer.retry_after(),
         };
     }
-    if answer.looks_like_html() {
-        // A console host or a proxy, not the REST tier: nothing about the card is known.
-        return http.fault(
-            AnswerFault::NotJson,
-            format!(
-                "{what}: an HTML page (HTTP {}): {}",
-                answer.status,
-                http.excerpt(answer)
-            ),
-        );
+    // A console host or a proxy, not the REST tier: nothing about the card is known.
+    if let Err(e) = http.refuse_html(what, answer) {
+        return e;
     }
     let body: ErrorBody = serde_json::from_slice(&answer.body).unwrap_or_default();
     let code = body.code();

@@ -41,16 +41,7 @@ impl Ctcc {
 
     fn parse_disabled(&self, call: &str, iccid: &str, answer: &Answer) -> Result<(), GatewayError> {
         self.check_http(answer)?;
-        if answer.looks_like_html() {
-            return Err(self.http.fault(
-                AnswerFault::NotJson,
-                format!(
-                    "{call}: an HTML page (HTTP {}): {}",
-                    answer.status,
-                    self.http.excerpt(answer)
-                ),
-            ));
-        }
+        self.http.refuse_html(call, answer)?;
         let text = String::from_utf8_lossy(&answer.body);
         let trimmed = text.trim_start();
         if trimmed.starts_with('{') {

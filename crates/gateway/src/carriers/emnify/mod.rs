@@ -230,16 +230,8 @@ impl Emnify {
                 if !answer.is_success() {
                     return Err(self.refused(call, &answer));
                 }
-                if answer.looks_like_html() {
-                    return Err(self.http.fault(
-                        AnswerFault::NotJson,
-                        format!(
-                            "{call} of SIM {id}: an HTML page (HTTP {}): {}",
-                            answer.status,
-                            self.http.excerpt(&answer)
-                        ),
-                    ));
-                }
+                self.http
+                    .refuse_html(&format!("{call} of SIM {id}"), &answer)?;
                 Ok(after)
             })
             .await

@@ -245,16 +245,7 @@ impl OneNce {
             })
             .await?;
         // The documented answer is empty; a page from a proxy is not an acceptance.
-        if answer.looks_like_html() {
-            return Err(self.http.fault(
-                AnswerFault::NotJson,
-                format!(
-                    "{call}: an HTML page (HTTP {}): {}",
-                    answer.status,
-                    self.http.excerpt(&answer)
-                ),
-            ));
-        }
+        self.http.refuse_html(call, &answer)?;
         Ok(wanted)
     }
 }
