@@ -150,11 +150,13 @@ impl CarrierRouter {
         self.routes().values().map(|r| r.account.clone()).collect()
     }
 
-    fn route(&self, carrier: CarrierId) -> Result<Arc<dyn CarrierGateway>, GatewayError> {
+    /// The gateway of `carrier` (an error for a disabled one) and whether it is configured
+    /// (only configured carriers keep a health tally): one look at the routes per call.
+    fn route(&self, carrier: CarrierId) -> (Result<Arc<dyn CarrierGateway>, GatewayError>, bool) {
         match self.routes().get(&carrier) {
-            Some(r) if !r.account.enabled => Err(GatewayError::Disabled(carrier.0)),
-            Some(r) => Ok(r.adapter.clone()),
-            None => Ok(self.default.clone()),
+            Some(r) if !r.account.enabled => (Err(GatewayError::Disabled(carrier.0)), true),
+            Some(r) => (Ok(r.adapter.clone()), true),
+            None => (Ok(self.default.clone()), false),
         }
     }
 
@@ -192,9 +194,6 @@ impl CarrierRouter {
     }
 
     fn tally<T>(&self, carrier: CarrierId, res: &Result<T, GatewayError>) {
-        if !self.routes().contains_key(&carrier) {
-            return;
-        }
         let now = self.ctx.clock.now();
         let mut tallies = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
         let t = tallies.entry(carrier).or_default();
@@ -226,11 +225,14 @@ impl CarrierRouter {
         F: FnOnce(Arc<dyn CarrierGateway>) -> Fut,
         Fut: std::future::Future<Output = Result<T, GatewayError>>,
     {
-        let res = match self.route(carrier) {
+        let (gw, configured) = self.route(carrier);
+        let res = match gw {
             Ok(gw) => call(gw).await,
             Err(e) => Err(e),
         };
-        self.tally(carrier, &res);
+        if configured {
+            self.tally(carrier, &res);
+        }
         res
     }
 }
@@ -283,6 +285,7 @@ impl CarrierGateway for CarrierRouter {
 
     fn batch_size(&self, carrier: CarrierId) -> usize {
         self.route(carrier)
+            .0
             .map(|g| g.batch_size(carrier))
             .unwrap_or(1)
     }
@@ -323,12 +326,15 @@ impl CarrierGateway for CarrierRouter {
 
     async fn probe(&self, carrier: CarrierId) -> Result<(), GatewayError> {
         // A probe goes out even for a disabled carrier: an operator tests before enabling.
-        let gw = match self.routes().get(&carrier) {
-            Some(r) => r.adapter.clone(),
-            None => self.default.clone(),
-        };
-        let res = gw.probe(carrier).await;
-        self.tally(carrier, &res);
+        let route = self.routes().get(&carrier).map(|r| r.adapter.clone());
+        let configured = route.is_some();
+        let res = route
+            .unwrap_or_else(|| self.default.clone())
+            .probe(carrier)
+            .await;
+        if configured {
+            self.tally(carrier, &res);
+        }
         res
     }
 }
