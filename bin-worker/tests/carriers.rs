@@ -60,7 +60,10 @@ async fn a_worker_polls_through_onelink_follows_a_credentials_change_and_logs_no
         .env("CMP_WORKER_BIND", &addr)
         .env("CMP_SCHEDULER_TICK_MS", "200")
         .env("CMP_RETRY_INTERVAL_SECS", "2")
-        .env("CMP_LOG", "debug,sqlx=warn,fred=warn,hyper=warn,reqwest=debug")
+        .env(
+            "CMP_LOG",
+            "debug,sqlx=warn,fred=warn,hyper=warn,reqwest=debug",
+        )
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
         .kill_on_drop(true)
@@ -70,7 +73,11 @@ async fn a_worker_polls_through_onelink_follows_a_credentials_change_and_logs_no
         Ok(polled_at_least(&w, 1) == w.cards.len())
     })
     .await?;
-    assert!(polled, "every card polled through OneLink: {}", polled_at_least(&w, 1));
+    assert!(
+        polled,
+        "every card polled through OneLink: {}",
+        polled_at_least(&w, 1)
+    );
     assert!(
         eventually(Duration::from_secs(30), || async {
             Ok(carrier_state(&addr).await.as_deref() == Some("ok"))
@@ -92,7 +99,11 @@ async fn a_worker_polls_through_onelink_follows_a_credentials_change_and_logs_no
         .await?,
         "carrier 1 auth_failed on /readyz"
     );
-    assert_eq!(http_status(&addr, "/readyz").await, Some(200), "still ready");
+    assert_eq!(
+        http_status(&addr, "/readyz").await,
+        Some(200),
+        "still ready"
+    );
 
     let status = terminate(&mut worker).await?;
     assert!(status.success(), "clean exit: {status}");
