@@ -45,6 +45,7 @@ mod error;
 mod ids;
 mod ops;
 mod package;
+pub mod periodic;
 mod ratelimit;
 pub mod store;
 mod task;

@@ -8,23 +8,12 @@
 //! lost (expired during a Redis outage, taken by another node) is stopped at once: its future
 //! is dropped, which rolls back the batch it was in (each batch is its own transaction).
 
+pub use domain::periodic::{BoxError, PeriodicJob};
 use polling_queue::{LeaseToken, SingletonLease};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// The error type of a periodic job (jobs live in other crates with their own errors).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A job the scheduler runs every `every()` on one node of the cluster.
-#[async_trait::async_trait]
-pub trait PeriodicJob: Send + Sync {
-    /// The lease name (`polling:lease:{name}`) and the log/metric label.
-    fn name(&self) -> &'static str;
-    fn every(&self) -> Duration;
-    async fn run(&self) -> Result<(), BoxError>;
-}
 
 /// How a job's lease is sized and renewed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
