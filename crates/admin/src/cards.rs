@@ -139,6 +139,15 @@ pub struct CardAction {
     pub evaluation: Evaluation,
 }
 
+impl From<stop_resume::Evaluated> for CardAction {
+    fn from(done: stop_resume::Evaluated) -> Self {
+        CardAction {
+            evaluation: Evaluation::of(&done.decision),
+            card: done.card,
+        }
+    }
+}
+
 impl Admin {
     /// The live card, or 404.
     pub(crate) async fn card(&self, id: CardId) -> Result<Card, AdminError> {
@@ -218,31 +227,16 @@ impl Admin {
         Ok(card)
     }
 
-    /// The operator's stop: `stop_reason = manual`, never lifted by automation.
+    /// The operator's stop: `stop_reason = manual`, never lifted by automation. The stop/resume
+    /// service reads the card once under its lock, aligns its queues once and returns the card
+    /// it wrote: nothing is read again here.
     pub async fn stop_card(&self, id: CardId) -> Result<CardAction, AdminError> {
-        let decision = self.stop_resume.stop_by_operator(id).await?;
-        self.after_state_change(id, Evaluation::of(&decision)).await
+        Ok(self.stop_resume.stop_by_operator(id).await?.into())
     }
 
     /// The operator's start, whatever the reason the card was stopped for.
     pub async fn start_card(&self, id: CardId) -> Result<CardAction, AdminError> {
-        let decision = self.stop_resume.start_by_operator(id).await?;
-        self.after_state_change(id, Evaluation::of(&decision)).await
-    }
-
-    /// A network status change alters what config matching reads: reschedule the card.
-    async fn after_state_change(
-        &self,
-        id: CardId,
-        evaluation: Evaluation,
-    ) -> Result<CardAction, AdminError> {
-        if evaluation.changed() {
-            self.lifecycle.on_card_status_changed(id).await?;
-        }
-        Ok(CardAction {
-            card: self.card(id).await?,
-            evaluation,
-        })
+        Ok(self.stop_resume.start_by_operator(id).await?.into())
     }
 
     pub async fn card_state_log(

@@ -1,4 +1,5 @@
-//! [`Evaluation`]: what a stop/resume decision did, in the API's words.
+//! [`Evaluation`]: what a stop/resume decision did, in the API's words. The stop/resume
+//! service carries the decision out and aligns the card's queues; nothing here aligns again.
 
 use crate::Admin;
 use domain::CardId;
@@ -6,13 +7,38 @@ use serde::{Deserialize, Serialize};
 use stop_resume::{Action, Decision, Trigger};
 use utoipa::ToSchema;
 
+/// What an evaluation did to the card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EvaluationAction {
+    /// The carrier stopped the card.
+    Stopped,
+    /// The carrier started the card.
+    Started,
+    /// The card stays stopped, for another reason.
+    ReasonChanged,
+    /// Nothing was to be done.
+    Nothing,
+    /// No decision could be carried out (carrier down, card busy); the card is unchanged.
+    Failed,
+}
+
+impl EvaluationAction {
+    /// Whether the card's network status or stop reason changed.
+    pub fn changed(self) -> bool {
+        matches!(
+            self,
+            EvaluationAction::Stopped | EvaluationAction::Started | EvaluationAction::ReasonChanged
+        )
+    }
+}
+
 /// The outcome of a decision, or why none could be taken.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Evaluation {
     pub card_id: CardId,
-    /// `stopped`, `started`, `reason_changed`, `nothing`, or `failed`.
     #[schema(example = "stopped")]
-    pub action: String,
+    pub action: EvaluationAction,
     /// The stop reason set, or why nothing was done (`protect_period`, `manual_stop`, ...).
     pub reason: Option<String>,
     /// Why the evaluation failed (the card is unchanged then).
@@ -22,25 +48,19 @@ pub struct Evaluation {
 impl Evaluation {
     pub(crate) fn of(d: &Decision) -> Self {
         let (action, reason) = match d.action {
-            Action::Stopped { reason } => ("stopped", Some(reason.as_str().to_owned())),
-            Action::Started => ("started", None),
-            Action::ReasonChanged { to, .. } => ("reason_changed", Some(to.as_str().to_owned())),
-            Action::Nothing { why } => ("nothing", Some(why.as_str().to_owned())),
+            Action::Stopped { reason } => (EvaluationAction::Stopped, Some(reason.as_str())),
+            Action::Started => (EvaluationAction::Started, None),
+            Action::ReasonChanged { to, .. } => {
+                (EvaluationAction::ReasonChanged, Some(to.as_str()))
+            }
+            Action::Nothing { why } => (EvaluationAction::Nothing, Some(why.as_str())),
         };
         Evaluation {
             card_id: d.card_id,
-            action: action.to_owned(),
-            reason,
+            action,
+            reason: reason.map(str::to_owned),
             error: None,
         }
-    }
-
-    /// Whether the card's network status or stop reason changed.
-    pub(crate) fn changed(&self) -> bool {
-        matches!(
-            self.action.as_str(),
-            "stopped" | "started" | "reason_changed"
-        )
     }
 }
 
@@ -50,20 +70,13 @@ impl Admin {
     /// busy) is reported, not raised, and the card's next poll evaluates it again.
     pub(crate) async fn reevaluate(&self, card: CardId, trigger: Trigger) -> Evaluation {
         match self.stop_resume.evaluate_and_act(card, trigger).await {
-            Ok(decision) => {
-                let evaluation = Evaluation::of(&decision);
-                if evaluation.changed()
-                    && let Err(e) = self.lifecycle.on_card_status_changed(card).await
-                {
-                    tracing::warn!(card_id = %card, error = %e, "reschedule after an evaluation failed");
-                }
-                evaluation
-            }
+            // The stop/resume service aligned the card's queues with what it wrote.
+            Ok(decision) => Evaluation::of(&decision),
             Err(e) => {
                 tracing::warn!(card_id = %card, error = %e, "re-evaluation failed; the next poll decides");
                 Evaluation {
                     card_id: card,
-                    action: "failed".to_owned(),
+                    action: EvaluationAction::Failed,
                     reason: None,
                     error: Some(e.to_string()),
                 }

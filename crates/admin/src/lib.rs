@@ -53,7 +53,7 @@ pub use devices::{
 };
 pub use dry_run::{DryRun, DryRunBody};
 pub use error::{AdminError, FieldError};
-pub use evaluation::Evaluation;
+pub use evaluation::{Evaluation, EvaluationAction};
 pub use explain::{
     DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,
     RealNameEvidence,

@@ -69,6 +69,19 @@ pub enum StateWrite {
     InFlight,
 }
 
+/// What [`CardStore::close_intent`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntentClose {
+    /// The row was no longer in a state the outcome may close (already closed, or gone).
+    Unchanged,
+    /// The row took the outcome; the card was left as it is (a refusal, an interruption, or a
+    /// yes overtaken by a later word of the carrier).
+    Closed,
+    /// The row became `ok` and the card followed it in the same transaction: the card as
+    /// written, for whoever aligns its queues (no second read).
+    Followed(Card),
+}
+
 /// A page request: `page` from 1, `page_size` 1..=500.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page {
@@ -177,8 +190,9 @@ pub trait CardStore: Send + Sync {
     /// becomes `ok` (also from `interrupted`: the carrier did say yes) and, in the same
     /// transaction, the card takes the row's `to_status` and stop reason unless a later row
     /// of the card was written meanwhile. `Failed` or `Interrupted`: only a row still
-    /// `pending` changes, the card is left alone. Returns whether the row changed.
-    async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<bool>;
+    /// `pending` changes, the card is left alone. Says whether the row changed and, when the
+    /// card followed it, returns the card as written.
+    async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<IntentClose>;
     /// Intents of the card whose holder is gone: every `pending` row older than `older_than`
     /// (by the database's clock) becomes `interrupted`. Returns how many.
     async fn interrupt_stale_intents(

@@ -437,7 +437,11 @@ impl CardStore for Gated {
     ) -> StoreResult<domain::store::StateWrite> {
         unimplemented!()
     }
-    async fn close_intent(&self, _: i64, _: domain::GatewayOutcome) -> StoreResult<bool> {
+    async fn close_intent(
+        &self,
+        _: i64,
+        _: domain::GatewayOutcome,
+    ) -> StoreResult<domain::store::IntentClose> {
         unimplemented!()
     }
     async fn interrupt_stale_intents(&self, _: CardId, _: std::time::Duration) -> StoreResult<u64> {

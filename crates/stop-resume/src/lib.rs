@@ -20,21 +20,26 @@
 //!   the lifecycle service.
 //!
 //! This crate reaches PostgreSQL only through the store traits of `domain`, Redis only through
-//! `polling-queue` and the carrier only through [`gateway::CarrierGateway`]. It must not
-//! reschedule cards: that is the caller's job.
+//! `polling-queue` and the carrier only through [`gateway::CarrierGateway`]. It is the one
+//! owner of "a card's stop state changed → its queues follow": every change it writes is
+//! aligned once, on the card as written, and returned to the caller, who must not align or
+//! read the card again.
 
 mod decision;
 mod device;
 mod error;
+mod intent;
 mod lock;
 pub mod metrics;
 mod protect;
 mod service;
+mod settings;
 mod trigger;
 
 pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
 pub use device::DeviceCardOutcome;
 pub use error::StopResumeError;
 pub use protect::{ProtectChecked, protect_decision};
-pub use service::{Evaluated, StopResumeService, StopResumeSettings};
+pub use service::{Evaluated, StopResumeService};
+pub use settings::StopResumeSettings;
 pub use trigger::Trigger;

@@ -1,8 +1,10 @@
 //! [`StopResumeService`]: read, decide and act on one card under its lock.
 
 use crate::decision::{self, Action, Decision, NothingWhy, ProtectEvidence};
+use crate::intent::Written;
+use crate::settings::StopResumeSettings;
 use crate::{StopResumeError, Trigger, metrics};
-use domain::store::{CardStore, PackageStore, StateWrite};
+use domain::store::{CardStore, PackageStore};
 use domain::{
     Card, CardId, Clock, GatewayOutcome, NetworkStatus, NewCardStateLog, PackageOwner,
     PackageUsage, StopReason,
@@ -11,63 +13,7 @@ use gateway::CarrierGateway;
 use lifecycle::PollingLifecycleService;
 use polling_queue::{CardLock, ProtectKeys};
 use std::sync::Arc;
-use std::time::Duration;
-use tracing::{error, warn};
-
-/// Settings of the service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StopResumeSettings {
-    /// TTL of `polling:lock:card:{id}`. The holder renews it every third of the TTL while it
-    /// works, so it only bounds how long a lock outlives a holder that died.
-    pub lock_ttl: Duration,
-    /// How long an evaluation waits for a lock held by someone else before answering
-    /// [`StopResumeError::Busy`]. Waiting (rather than failing at once) lets the second caller
-    /// decide on the state the first one left, which is nearly always "nothing"; the bound keeps
-    /// a handler slot from being held hostage by a slow carrier.
-    pub lock_wait: Duration,
-    /// Pause between two attempts to take a held lock.
-    pub lock_retry: Duration,
-    /// Longest a stop or start may wait for the carrier (the client's tries, back-offs and
-    /// rate-limit waits included). A call still unanswered then is given up and its intent
-    /// turned `interrupted` by its holder, so that no live call is ever older than this.
-    /// The binaries set it from the gateway client's settings
-    /// (`GatewayConfig::command_bound` plus a margin).
-    pub call_deadline: Duration,
-    /// What an intent may take beyond `call_deadline` (the database writes around the call).
-    /// A `pending` row older than `call_deadline + intent_grace` by the database's clock has
-    /// no live holder: the next evaluation of the card turns it `interrupted`.
-    pub intent_grace: Duration,
-}
-
-impl StopResumeSettings {
-    /// The defaults, with `call_deadline` 2 s above `command_bound`, the longest a stop or
-    /// start can take by the gateway client's own timers (`GatewayConfig::command_bound`):
-    /// the margin covers the scheduling of those timers, so a live call is not cut off.
-    pub fn for_command_bound(command_bound: Duration) -> Self {
-        Self {
-            call_deadline: command_bound + Duration::from_secs(2),
-            ..Self::default()
-        }
-    }
-
-    /// Age after which a `pending` intent is known to have no live holder.
-    pub fn intent_stale_after(&self) -> Duration {
-        self.call_deadline + self.intent_grace
-    }
-}
-
-impl Default for StopResumeSettings {
-    fn default() -> Self {
-        Self {
-            lock_ttl: Duration::from_secs(30),
-            lock_wait: Duration::from_secs(5),
-            lock_retry: Duration::from_millis(25),
-            // The client's defaults bound a command at 31 s (`GatewayConfig::command_bound`).
-            call_deadline: Duration::from_secs(35),
-            intent_grace: Duration::from_secs(15),
-        }
-    }
-}
+use tracing::warn;
 
 /// Decides and acts for every caller. Cheap to clone (clones share everything).
 #[derive(Clone)]
@@ -183,7 +129,7 @@ impl StopResumeService {
     /// An operator's stop: gateway stop if the card is online, then `stop_reason = manual`
     /// (a stopped card only has its reason rewritten). Automation never lifts it.
     #[tracing::instrument(name = "stop_by_operator", skip_all, fields(card_id = %card_id))]
-    pub async fn stop_by_operator(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
+    pub async fn stop_by_operator(&self, card_id: CardId) -> Result<Evaluated, StopResumeError> {
         self.operator(card_id, |card| {
             match (card.network_status, card.stop_reason) {
                 (NetworkStatus::Online, _) => Action::Stopped {
@@ -205,7 +151,7 @@ impl StopResumeService {
     /// may lift `manual`), then `stop_reason = ''`. Automation may stop it again at its next
     /// evaluation if a reason holds.
     #[tracing::instrument(name = "start_by_operator", skip_all, fields(card_id = %card_id))]
-    pub async fn start_by_operator(&self, card_id: CardId) -> Result<Decision, StopResumeError> {
+    pub async fn start_by_operator(&self, card_id: CardId) -> Result<Evaluated, StopResumeError> {
         self.operator(card_id, |card| match card.network_status {
             NetworkStatus::Stopped => Action::Started,
             NetworkStatus::Online => Action::Nothing {
@@ -219,7 +165,7 @@ impl StopResumeService {
         &self,
         card_id: CardId,
         choose: impl FnOnce(&Card) -> Action + Send,
-    ) -> Result<Decision, StopResumeError> {
+    ) -> Result<Evaluated, StopResumeError> {
         self.locked(card_id, async {
             let s = self.load_for_act(card_id).await?;
             let evidence = decision::evidence(&s.card, &s.packages, s.protect, self.clock.now());
@@ -228,10 +174,7 @@ impl StopResumeService {
                 action: choose(&s.card),
                 evidence,
             };
-            Ok(self
-                .act(s.card, decision, Trigger::Operator)
-                .await?
-                .decision)
+            self.act(s.card, decision, Trigger::Operator).await
         })
         .await
     }
@@ -330,33 +273,36 @@ impl StopResumeService {
                     card.stop_reason,
                 )
                 .await
-                .map(|_| ()),
-            Action::Nothing { .. } => Ok(()),
+                .map(|_| Written::AsDecided),
+            Action::Nothing { .. } => Ok(Written::AsDecided),
         };
-        if let Err(e) = done {
-            metrics::record_failure();
-            return Err(e);
-        }
+        let written = match done {
+            Ok(written) => written,
+            Err(e) => {
+                metrics::record_failure();
+                return Err(e);
+            }
+        };
         metrics::record(decision.action);
         metrics::log_decision(&decision, trigger);
-        decision.apply_to(&mut card);
+        card = match written {
+            // The row the carrier's yes was written to returned the card as it is now.
+            Written::Card(fresh) => fresh,
+            // The card was read under its lock and written as decided, in one transaction.
+            Written::AsDecided => {
+                decision.apply_to(&mut card);
+                card
+            }
+            // A later word of the carrier overtook this one (the card lock was lost): the
+            // database holds the later state, which is what the queues must follow.
+            Written::Overtaken => self.read_again(card, &decision).await,
+        };
         if !matches!(decision.action, Action::Nothing { .. })
             && let Some(lifecycle) = &self.lifecycle
         {
-            // Every change is aligned, a reason change too: stop reason is not a fact config
-            // matching reads, but the card's other facts (real-name) may have changed since
-            // the last alignment without one (a realname poll racing with this evaluation).
-            // So the card is read again and its queues follow the database's facts. The
-            // change is made; a read or queue write that fails is repaired by the next change
-            // or by the reconciliation, so it is logged, not returned.
-            card = match self.cards.get(card.id).await {
-                Ok(Some(fresh)) => fresh,
-                Ok(None) => card,
-                Err(e) => {
-                    warn!(card_id = %card.id, error = %e, "cannot read the card again to align its queues");
-                    card
-                }
-            };
+            // The one alignment of a change. A queue write that fails is repaired by the
+            // card's next change or by the reconciliation: the change itself is made, so this
+            // is logged, not returned.
             if let Err(e) = lifecycle.on_card_facts_changed(&card).await {
                 warn!(card_id = %card.id, error = %e, "cannot align the card's queues with its new state");
             }
@@ -364,122 +310,16 @@ impl StopResumeService {
         Ok(Evaluated { decision, card })
     }
 
-    /// One stop or start: the intent (`pending`, compare-and-set on the card's state as read),
-    /// the carrier call within `call_deadline`, then the row `ok` with the card in one
-    /// transaction, or `failed` (the card unchanged). Killed anywhere in between, the row
-    /// stays `pending` until the next evaluation after the stale bound makes it `interrupted`.
-    async fn carry_out(
-        &self,
-        card: &Card,
-        to: NetworkStatus,
-        stop_reason: Option<StopReason>,
-        trigger: Trigger,
-    ) -> Result<(), StopResumeError> {
-        let entry = NewCardStateLog {
-            card_id: card.id,
-            from_status: card.network_status,
-            to_status: to,
-            stop_reason,
-            trigger: trigger.as_str().to_owned(),
-            gateway_outcome: GatewayOutcome::Pending,
-        };
-        let row = self.append(&entry, card.stop_reason).await?;
-        let deadline = self.settings.call_deadline;
-        let Ok(answer) = tokio::time::timeout(deadline, self.switch(card, to)).await else {
-            // The call may have reached the carrier: the honest outcome is `interrupted`.
-            self.close(card.id, row, GatewayOutcome::Interrupted).await;
-            return Err(StopResumeError::CallCutOff {
-                card_id: card.id,
-                call: call_name(to),
-                after: deadline,
-            });
-        };
-        if let Err(e) = answer {
-            self.close(card.id, row, GatewayOutcome::Failed).await;
-            return Err(e);
-        }
-        match self.cards.close_intent(row, GatewayOutcome::Ok).await {
-            Ok(closed) => {
-                if !closed {
-                    warn!(card_id = %card.id, row, "the intent was no longer pending when the carrier's yes was written");
-                }
-                metrics::record_intent(GatewayOutcome::Ok, 1);
-                Ok(())
-            }
+    /// The card as the database holds it after a write that another overtook.
+    async fn read_again(&self, mut card: Card, decision: &Decision) -> Card {
+        match self.cards.get(card.id).await {
+            Ok(Some(fresh)) => fresh,
+            Ok(None) => card,
             Err(e) => {
-                // The row stays `pending`; once stale it becomes `interrupted` and the next
-                // evaluation, on the database's (old) facts, asks the carrier again, which is
-                // idempotent: the database catches up then.
-                error!(card_id = %card.id, to = ?to, row, error = %e,
-                    "carrier applied the change but the database write failed");
-                Err(StopResumeError::from(e))
+                warn!(card_id = %card.id, error = %e, "cannot read the card again after an overtaken write");
+                decision.apply_to(&mut card);
+                card
             }
         }
-    }
-
-    /// Appends a state-log row if the card is still as read; a card changed or a call in
-    /// flight (which the Redis card lock should have kept out: the database is the last guard)
-    /// answers `Busy`, and the caller decides again later.
-    async fn append(
-        &self,
-        entry: &NewCardStateLog,
-        from_reason: Option<StopReason>,
-    ) -> Result<i64, StopResumeError> {
-        match self.cards.append_state_if(entry, from_reason).await? {
-            StateWrite::Written(row) => Ok(row),
-            StateWrite::Gone => Err(StopResumeError::CardNotFound(entry.card_id)),
-            StateWrite::Changed => {
-                warn!(card_id = %entry.card_id, "the card changed between its read and its write (card lock lost?): deciding again later");
-                Err(StopResumeError::Busy(entry.card_id))
-            }
-            StateWrite::InFlight => {
-                warn!(card_id = %entry.card_id, "another stop/start of the card is in flight (card lock lost?): deciding again later");
-                Err(StopResumeError::Busy(entry.card_id))
-            }
-        }
-    }
-
-    /// Writes a refusal or an interruption; a write that fails leaves the row `pending`, which
-    /// the stale bound settles.
-    async fn close(&self, card_id: CardId, row: i64, outcome: GatewayOutcome) {
-        metrics::record_intent(outcome, 1);
-        if let Err(e) = self.cards.close_intent(row, outcome).await {
-            warn!(card_id = %card_id, row, outcome = %outcome, error = %e,
-                "cannot write the intent's outcome; it stays pending until the stale bound");
-        }
-    }
-
-    /// Asks the carrier to move the card to `to` (the client retries: 3 tries).
-    async fn switch(&self, card: &Card, to: NetworkStatus) -> Result<(), StopResumeError> {
-        let call = call_name(to);
-        let answer = match to {
-            NetworkStatus::Stopped => self.gateway.stop(card.carrier_id, &card.iccid).await,
-            NetworkStatus::Online => self.gateway.start(card.carrier_id, &card.iccid).await,
-        };
-        let outcome = match answer {
-            Ok(got) if got == to => Ok(()),
-            Ok(got) => Err(StopResumeError::UnexpectedStatus {
-                card_id: card.id,
-                call,
-                got,
-            }),
-            Err(source) => Err(StopResumeError::Gateway {
-                card_id: card.id,
-                call,
-                source,
-            }),
-        };
-        if let Err(e) = &outcome {
-            warn!(card_id = %card.id, call, error = %e, cause = ?std::error::Error::source(e),
-                "gateway refused; card left unchanged");
-        }
-        outcome
-    }
-}
-
-fn call_name(to: NetworkStatus) -> &'static str {
-    match to {
-        NetworkStatus::Stopped => "stop",
-        NetworkStatus::Online => "start",
     }
 }

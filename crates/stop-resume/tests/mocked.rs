@@ -5,7 +5,7 @@
 //! card's lock.
 
 use chrono::{TimeZone, Utc};
-use domain::store::{MockCardStore, MockPackageStore, StateWrite};
+use domain::store::{IntentClose, MockCardStore, MockPackageStore, StateWrite};
 use domain::{
     Card, CardCategory, CardId, CarrierId, GatewayOutcome, ManualClock, MonthCounters,
     NetworkStatus, RealNameStatus, StopReason,
@@ -60,7 +60,7 @@ fn cards(card: Option<Card>, intents: usize, closed: GatewayOutcome) -> MockCard
     m.expect_close_intent()
         .times(intents)
         .withf(move |row, outcome| *row == ROW && *outcome == closed)
-        .returning(|_, _| Ok(true));
+        .returning(|_, _| Ok(IntentClose::Closed));
     m.expect_record_state_change().times(0);
     m
 }

@@ -70,7 +70,8 @@ async fn manual_stop_is_never_resumed_by_automation() {
         .service
         .stop_by_operator(card)
         .await
-        .expect("operator stops");
+        .expect("operator stops")
+        .decision;
     assert_eq!(
         d.action,
         Action::Stopped {
@@ -108,7 +109,8 @@ async fn manual_stop_is_never_resumed_by_automation() {
         .service
         .start_by_operator(card)
         .await
-        .expect("operator starts");
+        .expect("operator starts")
+        .decision;
     assert_eq!(d.action, Action::Started);
     let c = w.db_card(card).await;
     assert_eq!(
@@ -134,7 +136,8 @@ async fn operator_stop_of_a_stopped_card_only_marks_it_manual() {
         .service
         .stop_by_operator(card)
         .await
-        .expect("operator stops");
+        .expect("operator stops")
+        .decision;
     assert_eq!(
         d.action,
         Action::ReasonChanged {
@@ -147,7 +150,8 @@ async fn operator_stop_of_a_stopped_card_only_marks_it_manual() {
         .service
         .stop_by_operator(card)
         .await
-        .expect("operator stops");
+        .expect("operator stops")
+        .decision;
     assert_eq!(
         again.action,
         Action::Nothing {

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use batch::Batcher;
 use chrono::{DateTime, Utc};
 use domain::store::{
-    CardStore, Page, Paged, RealNameWrite, StateWrite, StoreResult, UsageRecorded,
+    CardStore, IntentClose, Page, Paged, RealNameWrite, StateWrite, StoreResult, UsageRecorded,
 };
 use domain::{
     Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId, DeviceId,
@@ -388,7 +388,7 @@ impl CardStore for PgCardStore {
         crate::intent::append_state_if(&self.db, entry, from_reason).await
     }
 
-    async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<bool> {
+    async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<IntentClose> {
         crate::intent::close_intent(&self.db, row, outcome).await
     }
 

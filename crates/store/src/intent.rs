@@ -6,11 +6,15 @@
 //! with each other.
 
 use crate::card_sql::SET_NETWORK_STATE;
+use crate::convert;
+use crate::entity::iot_card;
 use crate::error::db_err;
 use crate::sql::{col, stmt};
-use domain::store::{StateWrite, StoreResult};
+use domain::store::{IntentClose, StateWrite, StoreResult};
 use domain::{CardId, GatewayOutcome, NewCardStateLog, StopReason, StoreError};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, TransactionTrait};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, FromQueryResult, TransactionTrait,
+};
 use std::time::Duration;
 
 const LOCK_CARD: &str = r#"
@@ -54,6 +58,7 @@ WHERE id = $1 AND deleted_at IS NULL
         SELECT 1 FROM tb_card_state_log l
         WHERE l.iot_card_id = $1 AND l.id > $4
           AND l.gateway_outcome IN ('ok', 'pending'))
+RETURNING *
 "#;
 
 const INTERRUPT_STALE: &str = r#"
@@ -138,7 +143,7 @@ pub(crate) async fn close_intent(
     db: &DatabaseConnection,
     row: i64,
     outcome: GatewayOutcome,
-) -> StoreResult<bool> {
+) -> StoreResult<IntentClose> {
     let from: Vec<String> = match outcome {
         GatewayOutcome::Ok => vec!["pending".to_owned(), "interrupted".to_owned()],
         GatewayOutcome::Failed | GatewayOutcome::Interrupted => vec!["pending".to_owned()],
@@ -154,7 +159,7 @@ pub(crate) async fn close_intent(
         .await
         .map_err(db_err)?
     else {
-        return Ok(false);
+        return Ok(IntentClose::Unchanged);
     };
     let card: i64 = col(&card, "iot_card_id")?;
     txn.query_one_raw(stmt(LOCK_CARD_ANY, [card.into()]))
@@ -168,20 +173,26 @@ pub(crate) async fn close_intent(
         .await
         .map_err(db_err)?
     else {
-        return Ok(false);
+        return Ok(IntentClose::Unchanged);
     };
+    let mut closed = IntentClose::Closed;
     if outcome == GatewayOutcome::Ok {
         let to: i16 = col(&set, "to_status")?;
         let reason: String = col(&set, "stop_reason")?;
-        txn.execute_raw(stmt(
-            FOLLOW_ROW,
-            [card.into(), to.into(), reason.into(), row.into()],
-        ))
-        .await
-        .map_err(db_err)?;
+        let followed = txn
+            .query_one_raw(stmt(
+                FOLLOW_ROW,
+                [card.into(), to.into(), reason.into(), row.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        if let Some(written) = followed {
+            let model = iot_card::Model::from_query_result(&written, "").map_err(db_err)?;
+            closed = IntentClose::Followed(convert::card(model)?);
+        }
     }
     txn.commit().await.map_err(db_err)?;
-    Ok(true)
+    Ok(closed)
 }
 
 pub(crate) async fn interrupt_stale_intents(

@@ -2,7 +2,7 @@
 //! `interrupt_stale_intents` and the one-intent-per-card index.
 
 use crate::common::{new_card, setup};
-use domain::store::{Page, StateWrite};
+use domain::store::{IntentClose, Page, StateWrite};
 use domain::{CardId, GatewayOutcome, NetworkStatus, NewCardStateLog, StopReason, StoreError};
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 use std::time::Duration;
@@ -68,7 +68,7 @@ async fn an_intent_leaves_the_card_until_the_carriers_yes_and_blocks_a_second_on
         StateWrite::InFlight
     );
 
-    assert!(s.cards.close_intent(row, GatewayOutcome::Ok).await?);
+    let closed = s.cards.close_intent(row, GatewayOutcome::Ok).await?;
     let c = s
         .cards
         .get(card.id)
@@ -78,9 +78,14 @@ async fn an_intent_leaves_the_card_until_the_carriers_yes_and_blocks_a_second_on
         (c.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::NoPackage))
     );
+    // The card it returns is the card as written: the caller aligns on it without a read.
+    assert_eq!(closed, IntentClose::Followed(c));
     assert_eq!(outcomes(&s, card.id).await?, vec![GatewayOutcome::Ok]);
     // Closed once: a second close changes nothing.
-    assert!(!s.cards.close_intent(row, GatewayOutcome::Failed).await?);
+    assert_eq!(
+        s.cards.close_intent(row, GatewayOutcome::Failed).await?,
+        IntentClose::Unchanged
+    );
 
     // The card is stopped now: an intent decided on "online" is a stale read.
     assert_eq!(
@@ -107,10 +112,11 @@ async fn an_intent_leaves_the_card_until_the_carriers_yes_and_blocks_a_second_on
             .append_state_if(&start, Some(StopReason::NoPackage))
             .await?,
     )?;
-    assert!(
+    assert_eq!(
         s.cards
             .close_intent(start_row, GatewayOutcome::Failed)
-            .await?
+            .await?,
+        IntentClose::Closed
     );
     let c = s
         .cards
@@ -194,9 +200,15 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
         vec![GatewayOutcome::Interrupted]
     );
     // A refusal arriving after that changes nothing.
-    assert!(!s.cards.close_intent(row, GatewayOutcome::Failed).await?);
+    assert_eq!(
+        s.cards.close_intent(row, GatewayOutcome::Failed).await?,
+        IntentClose::Unchanged
+    );
     // A yes arriving after that: the carrier did change the card, so row and card say so.
-    assert!(s.cards.close_intent(row, GatewayOutcome::Ok).await?);
+    assert!(matches!(
+        s.cards.close_intent(row, GatewayOutcome::Ok).await?,
+        IntentClose::Followed(_)
+    ));
     let c = s
         .cards
         .get(card.id)
@@ -235,7 +247,10 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
             .append_state_if(&reason, Some(StopReason::NoPackage))
             .await?,
     )?;
-    assert!(s.cards.close_intent(late, GatewayOutcome::Ok).await?);
+    assert!(matches!(
+        s.cards.close_intent(late, GatewayOutcome::Ok).await?,
+        IntentClose::Followed(_)
+    ));
     let c = s
         .cards
         .get(card.id)
@@ -269,7 +284,10 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
             .append_state_if(&stop(card.id, GatewayOutcome::Pending), None)
             .await?,
     )?;
-    assert!(s.cards.close_intent(later, GatewayOutcome::Ok).await?);
+    assert!(matches!(
+        s.cards.close_intent(later, GatewayOutcome::Ok).await?,
+        IntentClose::Followed(_)
+    ));
     let start_after = NewCardStateLog {
         from_status: NetworkStatus::Stopped,
         to_status: NetworkStatus::Online,
@@ -282,7 +300,11 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
             .append_state_if(&start_after, Some(StopReason::NoPackage))
             .await?,
     )?;
-    assert!(s.cards.close_intent(stop_again, GatewayOutcome::Ok).await?);
+    // Overtaken: the row is closed, the card not followed.
+    assert_eq!(
+        s.cards.close_intent(stop_again, GatewayOutcome::Ok).await?,
+        IntentClose::Closed
+    );
     let c = s
         .cards
         .get(card.id)
