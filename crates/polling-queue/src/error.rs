@@ -16,5 +16,5 @@ pub enum QueueError {
     /// A write group-committed with others failed (the shared pipeline's error) or its batch
     /// writer is gone.
     #[error("batched write failed: {0}")]
-    Batch(String),
+    Batch(#[source] domain::Cause),
 }

@@ -113,7 +113,7 @@ impl PollingQueueManager {
         self.rescheduler
             .submit((task, card, next_check_at))
             .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(|closed| QueueError::Batch(domain::Cause::new(closed)))?
             .map_err(QueueError::Batch)
     }
 

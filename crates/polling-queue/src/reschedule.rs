@@ -5,7 +5,7 @@ use crate::queue_manager::CHUNK;
 use crate::{Keys, QueueError};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
-use domain::{CardId, TaskType};
+use domain::{CardId, Cause, TaskType};
 use fred::bytes::{Bytes, BytesMut};
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand, Value};
@@ -14,7 +14,7 @@ use fred::types::{ClusterHash, CustomCommand, Value};
 pub(crate) type Reschedule = (TaskType, CardId, DateTime<Utc>);
 
 /// The batch writer of reschedules; answers each one `Ok` or the pipeline's error.
-pub(crate) type Rescheduler = Batcher<Reschedule, Result<(), String>>;
+pub(crate) type Rescheduler = Batcher<Reschedule, Result<(), Cause>>;
 
 /// The most reschedules one pipeline carries.
 const RESCHEDULE_BATCH: usize = 2_000;
@@ -30,7 +30,7 @@ pub(crate) fn writer(pool: Pool, keys: Keys, shard_count: u32) -> Rescheduler {
                 let n = entries.len();
                 match zadd_xx_many(&pool, &keys, shard_count, entries).await {
                     Ok(()) => vec![Ok(()); n],
-                    Err(error) => vec![Err(error.to_string()); n],
+                    Err(error) => vec![Err(Cause::new(error)); n],
                 }
             }
         },

@@ -13,7 +13,7 @@
 use crate::{Keys, QueueError, RedisKey};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
-use domain::{Clock, TaskType};
+use domain::{Cause, Clock, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -86,7 +86,7 @@ pub struct TaskCounters {
     /// Group commit of [`record`](Self::record): the runs of concurrent polls are summed per
     /// field and written as one pipeline (a few `HINCRBY` per task type and outcome instead of
     /// six commands per run).
-    writer: Batcher<Run, Result<(), String>>,
+    writer: Batcher<Run, Result<(), Cause>>,
 }
 
 /// One recorded run.
@@ -116,7 +116,7 @@ impl TaskCounters {
                     let n = runs.len();
                     match write(&pool, &keys, clock.as_ref(), &runs, &pruned_hour).await {
                         Ok(()) => vec![Ok(()); n],
-                        Err(error) => vec![Err(error.to_string()); n],
+                        Err(error) => vec![Err(Cause::new(error)); n],
                     }
                 }
             })
@@ -146,7 +146,7 @@ impl TaskCounters {
         self.writer
             .submit(run)
             .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(|closed| QueueError::Batch(Cause::new(closed)))?
             .map_err(QueueError::Batch)
     }
 

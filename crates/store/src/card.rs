@@ -310,7 +310,7 @@ impl CardStore for PgCardStore {
         self.real_name
             .submit(RealNamePoll { id, status })
             .await
-            .map_err(|closed| StoreError::Database(closed.to_string()))?
+            .map_err(|closed| StoreError::Database(domain::Cause::new(closed)))?
     }
 
     async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card> {
@@ -424,6 +424,6 @@ impl CardStore for PgCardStore {
         self.usage
             .submit(poll)
             .await
-            .map_err(|closed| StoreError::Database(closed.to_string()))?
+            .map_err(|closed| StoreError::Database(domain::Cause::new(closed)))?
     }
 }

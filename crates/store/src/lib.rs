@@ -57,7 +57,7 @@ pub use carrier::PgCarrierStore;
 pub use cleanup::PgCleanupStore;
 pub use config::PgPollingConfigStore;
 pub use device::PgDeviceStore;
-pub use error::db_err;
+pub use error::{DatabaseRefused, db_err};
 pub use manual_trigger::PgManualTriggerLogStore;
 pub use metrics_history::PgMetricsHistoryStore;
 pub use ops::PgMonitoringStore;

@@ -238,7 +238,7 @@ impl PackageStore for PgPackageStore {
         self.carrier
             .submit(report)
             .await
-            .map_err(|closed| domain::StoreError::Database(closed.to_string()))?
+            .map_err(|closed| domain::StoreError::Database(domain::Cause::new(closed)))?
     }
 
     async fn activate_on_realname(

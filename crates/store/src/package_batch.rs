@@ -90,7 +90,7 @@ pub(crate) fn writer(db: DatabaseConnection) -> Batcher<CarrierReport, ReportAns
 async fn flush(db: &DatabaseConnection, reports: &[CarrierReport]) -> Vec<ReportAnswer> {
     group_commit::retried("package", reports.len(), || write(db, reports))
         .await
-        .unwrap_or_else(|error| group_commit::each_failed(reports.len(), &error))
+        .unwrap_or_else(|error| group_commit::each_failed(reports.len(), error))
 }
 
 /// `(is a device, owner id)`.

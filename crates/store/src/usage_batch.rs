@@ -83,7 +83,7 @@ async fn flush(db: &DatabaseConnection, polls: &[UsagePoll]) -> Vec<UsageAnswer>
     metrics::histogram!("cmp_usage_batch_size").record(polls.len() as f64);
     result.unwrap_or_else(|error| {
         metrics::counter!("cmp_usage_batch_failures_total").increment(1);
-        group_commit::each_failed(polls.len(), &error)
+        group_commit::each_failed(polls.len(), error)
     })
 }
 
