@@ -1,6 +1,8 @@
 //! [`PgCardStore`]: `tb_iot_card`, its audit table `tb_card_state_log` and its usage history
 //! `tb_data_usage_record`.
 
+use crate::batch::realname::{RealNameAnswer, RealNamePoll};
+use crate::batch::usage::{UsageAnswer, UsagePoll};
 use crate::bulk::{BULK_CHUNK, insert_cards};
 use crate::card_sql::{
     COUNT_POLLING_ENABLED, PAGE_POLLING_ENABLED, POLLING_ENABLED_AMONG, SCAN_SETTINGS,
@@ -9,9 +11,7 @@ use crate::card_sql::{
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
 use crate::error::{bad_column, db_err, not_found};
-use crate::realname_batch::{RealNameAnswer, RealNamePoll};
 use crate::sql::{col, count, models, paged, stmt};
-use crate::usage_batch::{UsageAnswer, UsagePoll};
 use async_trait::async_trait;
 use batch::Batcher;
 use chrono::{DateTime, Utc};
@@ -34,17 +34,17 @@ use sea_orm::{
 #[derive(Debug, Clone)]
 pub struct PgCardStore {
     db: DatabaseConnection,
-    /// Group commit of `record_usage` (see `usage_batch.rs`), shared by clones.
+    /// Group commit of `record_usage` (see `batch/usage.rs`), shared by clones.
     usage: Batcher<UsagePoll, UsageAnswer>,
-    /// Group commit of `set_real_name` (see `realname_batch.rs`), shared by clones.
+    /// Group commit of `set_real_name` (see `batch/realname.rs`), shared by clones.
     real_name: Batcher<RealNamePoll, RealNameAnswer>,
 }
 
 impl PgCardStore {
     pub fn new(db: DatabaseConnection) -> Self {
         PgCardStore {
-            usage: crate::usage_batch::writer(db.clone()),
-            real_name: crate::realname_batch::writer(db.clone()),
+            usage: crate::batch::usage::writer(db.clone()),
+            real_name: crate::batch::realname::writer(db.clone()),
             db,
         }
     }

@@ -22,6 +22,7 @@
 mod alert;
 mod api_key;
 mod audit_log;
+mod batch;
 mod bulk;
 mod card;
 mod card_admin;
@@ -34,18 +35,14 @@ mod convert;
 mod device;
 pub mod entity;
 mod error;
-mod group_commit;
 mod intent;
 mod manual_trigger;
 mod metrics_history;
 mod ops;
 mod package;
-mod package_batch;
 mod package_sql;
-mod realname_batch;
 mod sql;
 mod usage;
-mod usage_batch;
 mod usage_history;
 
 pub use alert::PgAlertStore;

@@ -13,9 +13,9 @@
 //!
 //! Costs per batch, whatever its size: one `BEGIN`, at most two statements, one `COMMIT`.
 
+use super::group_commit;
 use crate::bulk::push_opt;
 use crate::error::db_err;
-use crate::group_commit;
 use crate::sql::{col, stmt};
 use batch::Batcher;
 use chrono::{DateTime, Utc};

@@ -14,10 +14,10 @@
 //!
 //! Costs per batch, whatever its size: one `BEGIN`, two statements a round, one `COMMIT`.
 
+use super::group_commit;
 use crate::convert;
 use crate::entity::iot_card;
 use crate::error::db_err;
-use crate::group_commit;
 use crate::sql::{models, stmt};
 use batch::Batcher;
 use domain::store::{RealNameWrite, StoreResult};

@@ -12,10 +12,10 @@
 //!
 //! Costs per batch, whatever its size: one `BEGIN`, five statements, one `COMMIT`.
 
+use super::group_commit;
 use crate::convert;
 use crate::entity::{iot_card, package_usage};
 use crate::error::db_err;
-use crate::group_commit;
 use crate::sql::{col, models, stmt};
 use batch::Batcher;
 use chrono::{DateTime, NaiveDate, Utc};
