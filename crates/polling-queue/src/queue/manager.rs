@@ -1,7 +1,8 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
-use crate::score::{group_by_shard, lease_ms, parse_members};
-use crate::{Keys, QueueError, reschedule, scripts};
+use super::reschedule;
+use super::score::{group_by_shard, lease_ms, parse_members};
+use crate::{Keys, QueueError, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
@@ -30,7 +31,7 @@ impl Default for QueueSettings {
 }
 
 /// The queues: sorted sets `polling:shard:{shard}:queue:{type}` and lists `polling:manual:{type}`
-/// (manual lists in `manual.rs`, monitoring reads in `depth.rs`).
+/// (manual lists in `manual.rs`, monitoring reads in `observation/depth.rs`).
 ///
 /// Shared by the API and the worker; needs nothing but Redis. Cheap to clone.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@
 //! The max is read from Redis at most once a second per process. Concurrent acquirers of a
 //! node share one script call per task type, concurrent releases one `ZREM` (see `batch`).
 
-use crate::score::lease_ms;
+use crate::queue::score::lease_ms;
 use crate::{Keys, QueueError, RedisKey, scripts};
 use batch::Batcher;
 use domain::{Cause, Clock, TaskType};

@@ -1,7 +1,7 @@
 //! Group commit of the handlers' reschedules: the `ZADD XX` of concurrent polls go out as one
 //! pipeline of variadic `ZADD XX`, one command per queue key (see the `batch` crate).
 
-use crate::queue_manager::CHUNK;
+use super::manager::CHUNK;
 use crate::{Keys, QueueError};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
@@ -115,7 +115,7 @@ fn integer_text(buf: &mut BytesMut, n: i64) -> Bytes {
 /// Appends the decimal digits of `n`.
 fn put_digits(buf: &mut BytesMut, n: u64) {
     let mut digits = [0u8; 20];
-    let start = crate::bulk_resp::decimal(&mut digits, n);
+    let start = super::bulk_resp::decimal(&mut digits, n);
     buf.extend_from_slice(&digits[start..]);
 }
 
@@ -140,7 +140,7 @@ mod tests {
                 .expect("ascii")
                 .parse()
                 .expect("a number");
-            assert_eq!(parsed, crate::score::to_score(at), "{ms}");
+            assert_eq!(parsed, crate::queue::score::to_score(at), "{ms}");
         }
         assert!(buf.is_empty());
     }

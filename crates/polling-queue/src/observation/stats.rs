@@ -217,12 +217,12 @@ async fn write(
             ("duration_ms_sum".to_owned(), run.duration_ms),
             (format!("hour:{hour}:{outcome}"), 1),
             // The histogram (p95) of `recent.rs`.
-            (crate::recent::bucket_field(run.duration_ms as u64), 1),
+            (super::recent::bucket_field(run.duration_ms as u64), 1),
         ] {
             *sums.entry((key.clone(), field)).or_default() += n;
         }
         // The per-minute counts (recent rates) of `recent.rs`.
-        let (minute_key, field) = crate::recent::minute_field(keys, run.task, run.outcome, run.at);
+        let (minute_key, field) = super::recent::minute_field(keys, run.task, run.outcome, run.at);
         if !minute_keys.contains(&minute_key) {
             minute_keys.push(minute_key.clone());
         }
@@ -234,7 +234,7 @@ async fn write(
     }
     for key in minute_keys {
         let _: () = pipe
-            .expire(key, crate::recent::MINUTES_TTL_SECS, None)
+            .expire(key, super::recent::MINUTES_TTL_SECS, None)
             .await?;
     }
     let _: Vec<Value> = pipe.all().await?;

@@ -1,0 +1,16 @@
+//! The sharded queues and the manual lists: [`PollingQueueManager`](manager::PollingQueueManager)
+//! and what it does to them (enqueue, lease-based dequeue, reschedule, alignment with the
+//! matched configs, removal, the `check` scan), the scores they hold, and the initializer's
+//! bulk writes with the reconciliation's progress.
+
+pub(crate) mod align;
+mod bulk_resp;
+pub(crate) mod check;
+pub(crate) mod init;
+pub(crate) mod manager;
+mod manual;
+mod manual_remove;
+pub(crate) mod reconcile_progress;
+mod remove;
+mod reschedule;
+pub(crate) mod score;
