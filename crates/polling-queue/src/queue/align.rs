@@ -5,7 +5,7 @@
 //! already queued for a type keeps its score (`ZADD NX`), one no longer scheduled for a type
 //! leaves it (`ZREM`). So it is idempotent and safe to run over cards that are being polled.
 
-use super::manager::CHUNK;
+use super::CHUNK;
 use super::score::to_score;
 use crate::{PollingQueueManager, QueueError};
 use chrono::{DateTime, Utc};

@@ -4,7 +4,7 @@
 //!
 //! Nothing here moves a score: additions are `ZADD NX`, removals `ZREM`.
 
-use super::manager::CHUNK;
+use super::CHUNK;
 use crate::{PollingQueueManager, QueueError};
 use domain::{CardId, TaskType};
 use fred::prelude::*;

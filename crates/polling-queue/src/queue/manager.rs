@@ -1,16 +1,13 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
-use super::reschedule;
 use super::score::{group_by_shard, lease_ms, parse_members};
+use super::{CHUNK, reschedule};
 use crate::{Keys, QueueError, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
 use fred::types::{SetOptions, Value};
 use std::{sync::Arc, time::Duration};
-
-/// Members per ZADD/ZREM command in batch operations (keeps each command small).
-pub(crate) const CHUNK: usize = 1_000;
 
 /// Fixed per deployment: both processes must use the same values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

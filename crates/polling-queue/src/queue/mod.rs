@@ -14,3 +14,7 @@ pub(crate) mod reconcile_progress;
 mod remove;
 mod reschedule;
 pub(crate) mod score;
+
+/// Members per ZADD/ZREM command in batch operations (keeps each command small). Here, not in
+/// `manager`, so that the writers `manager` builds (`reschedule`) do not depend back on it.
+const CHUNK: usize = 1_000;

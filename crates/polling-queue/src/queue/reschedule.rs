@@ -1,7 +1,7 @@
 //! Group commit of the handlers' reschedules: the `ZADD XX` of concurrent polls go out as one
 //! pipeline of variadic `ZADD XX`, one command per queue key (see the `batch` crate).
 
-use super::manager::CHUNK;
+use super::CHUNK;
 use crate::{Keys, QueueError};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
