@@ -299,6 +299,7 @@ impl Holders {
             Some(s) => s.trim().parse().map_err(|e| QueueError::Corrupt {
                 key,
                 detail: format!("max `{s}` is not a count: {e}"),
+                source: Some(Cause::new(e)),
             }),
         }
     }

@@ -164,6 +164,7 @@ impl TaskCounters {
             let n: u64 = raw.parse().map_err(|e| QueueError::Corrupt {
                 key: key.clone(),
                 detail: format!("field {field} = `{raw}`: {e}"),
+                source: Some(Cause::new(e)),
             })?;
             let mut parts = field.splitn(3, ':');
             let slot = match (parts.next(), parts.next(), parts.next()) {

@@ -88,6 +88,7 @@ impl PollingQueueManager {
         let corrupt = |detail: &str| QueueError::Corrupt {
             key: key.clone(),
             detail: format!("ZSCAN reply: {detail}"),
+            source: None,
         };
         let Value::Array(mut parts) = reply else {
             return Err(corrupt("not an array"));
