@@ -60,7 +60,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::*;
 pub use credentials::{Credentials, Secret};
 pub use device::*;
-pub use error::{DomainError, StoreError};
+pub use error::{Cause, DomainError, StoreError};
 pub use ids::*;
 pub use ops::*;
 pub use package::*;

@@ -3,7 +3,7 @@ use std::time::Duration;
 /// Could not consult the shared budget (Redis down, script error).
 #[derive(Debug, thiserror::Error)]
 #[error("rate limiter unavailable: {0}")]
-pub struct RateLimitError(pub String);
+pub struct RateLimitError(#[source] pub crate::Cause);
 
 /// Who is asking for a call: the budget serves commands ahead of queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

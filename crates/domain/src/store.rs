@@ -277,7 +277,7 @@ pub trait PackageStore: Send + Sync {
     ) -> StoreResult<Vec<DeductionStep>>;
     /// Writes the carrier's view of the owner's packages, matched by `external_id` (insert
     /// the unknown ones, rewrite only those that differ). Returns the number of rows written.
-    /// The PostgreSQL store group-commits concurrent calls (`store/src/package_batch.rs`).
+    /// The PostgreSQL store group-commits concurrent calls (`store/src/batch/package.rs`).
     async fn upsert_carrier_packages(
         &self,
         owner: PackageOwner,

@@ -10,11 +10,17 @@ pub enum QueueError {
     /// A cached value could not be encoded or decoded.
     #[error("card cache json: {0}")]
     Json(#[from] serde_json::Error),
-    /// A value read from Redis does not have the shape this crate writes.
+    /// A value read from Redis does not have the shape this crate writes. `source`: the parse
+    /// error, when one said so.
     #[error("unexpected value at {key}: {detail}")]
-    Corrupt { key: String, detail: String },
+    Corrupt {
+        key: String,
+        detail: String,
+        #[source]
+        source: Option<domain::Cause>,
+    },
     /// A write group-committed with others failed (the shared pipeline's error) or its batch
     /// writer is gone.
     #[error("batched write failed: {0}")]
-    Batch(String),
+    Batch(#[source] domain::Cause),
 }

@@ -15,55 +15,43 @@
 //! Redis and nothing else, so the API process can use it without the worker's machinery.
 //! Every Lua script touches exactly one key and no command names two, so the layout runs
 //! unchanged on Redis Cluster (see [`keys`], "On Redis Cluster").
+//!
+//! Folders: `queue/` (the queues, their scores, the initializer's writes), `lock/` (card locks,
+//! singleton leases), `limit/` (concurrency semaphore, rate limiter), `observation/` (counters,
+//! depths, monitoring reads, carrier health); the other keys beside them at the top.
 
-mod align;
-mod bulk_resp;
 mod cache;
-mod card_lock;
-mod carrier_health;
-mod check;
-mod depth;
 mod error;
-mod init;
-mod inspect;
 pub mod keys;
-mod lease;
-mod manual;
-mod manual_remove;
-mod monitor;
+mod limit;
+mod lock;
+mod observation;
 mod protect;
-mod queue_manager;
-mod ratelimit;
-mod recent;
-mod reconcile_progress;
-mod remove;
-mod reschedule;
-mod score;
+mod queue;
 mod scripts;
-mod semaphore;
 mod server_clock;
-mod stats;
-mod token_lock;
 
-pub use align::Aligned;
 pub use cache::CardCache;
-pub use card_lock::{CardLock, CardLockToken};
-pub use carrier_health::CarrierHealthBoard;
-pub use check::ScanStep;
 pub use error::QueueError;
-pub use init::{FirstEntries, InitWriter};
-pub use inspect::{ProtectTtl, QueueInspector};
 pub use keys::{Keys, RedisKey};
-pub use lease::{LeaseToken, SingletonLease};
-pub use monitor::{QueueSummary, SHARD_DEPTH_FAILED, ShardQueueStats};
-pub use protect::{ProtectKeys, ProtectState};
-pub use queue_manager::{PollingQueueManager, QueueSettings};
-pub use ratelimit::RedisRateLimiter;
-pub use recent::{
+pub use limit::ratelimit::RedisRateLimiter;
+pub use limit::semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
+pub use lock::card_lock::{CardLock, CardLockToken};
+pub use lock::lease::{LeaseToken, SingletonLease};
+pub use observation::carrier_health::CarrierHealthBoard;
+pub use observation::inspect::{ProtectTtl, QueueInspector};
+pub use observation::monitor::{QueueSummary, SHARD_DEPTH_FAILED, ShardQueueStats};
+pub use observation::recent::{
     DURATION_BUCKETS_MS, GatewayCounts, GatewayOutcome, MinuteCounts, RecentCounters, quantile_ms,
 };
-pub use reconcile_progress::{ReconcileProgress, ReconcileState};
-pub use score::{is_lease_score, to_score};
-pub use semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
+pub use observation::stats::{
+    HOURLY_RETENTION, HourlyCounts, TaskCounters, TaskOutcome, TaskStats,
+};
+pub use protect::{ProtectKeys, ProtectState};
+pub use queue::align::Aligned;
+pub use queue::check::ScanStep;
+pub use queue::init::{FirstEntries, InitWriter};
+pub use queue::manager::{PollingQueueManager, QueueSettings};
+pub use queue::reconcile_progress::{ReconcileProgress, ReconcileState};
+pub use queue::score::{is_lease_score, to_score};
 pub use server_clock::RedisClock;
-pub use stats::{HOURLY_RETENTION, HourlyCounts, TaskCounters, TaskOutcome, TaskStats};

@@ -123,6 +123,7 @@ async fn server_time(pool: &Pool) -> Result<(i64, i64), QueueError> {
         s.parse::<i64>().map_err(|e| QueueError::Corrupt {
             key: "TIME".to_owned(),
             detail: format!("`{s}` is not a number: {e}"),
+            source: Some(domain::Cause::new(e)),
         })
     };
     Ok((parse(&secs)?, parse(&micros)?))

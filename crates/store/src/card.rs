@@ -1,17 +1,14 @@
 //! [`PgCardStore`]: `tb_iot_card`, its audit table `tb_card_state_log` and its usage history
 //! `tb_data_usage_record`.
 
+use crate::batch::realname::{RealNameAnswer, RealNamePoll};
+use crate::batch::usage::{UsageAnswer, UsagePoll};
 use crate::bulk::{BULK_CHUNK, insert_cards};
-use crate::card_sql::{
-    COUNT_POLLING_ENABLED, PAGE_POLLING_ENABLED, POLLING_ENABLED_AMONG, SCAN_SETTINGS,
-    SET_NETWORK_STATE,
-};
+use crate::card_sql::{COUNT_POLLING_ENABLED, POLLING_ENABLED_AMONG, SET_NETWORK_STATE};
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
-use crate::error::{bad_column, db_err, not_found};
-use crate::realname_batch::{RealNameAnswer, RealNamePoll};
+use crate::error::{db_err, not_found};
 use crate::sql::{col, count, models, paged, stmt};
-use crate::usage_batch::{UsageAnswer, UsagePoll};
 use async_trait::async_trait;
 use batch::Batcher;
 use chrono::{DateTime, Utc};
@@ -19,9 +16,8 @@ use domain::store::{
     CardStore, IntentClose, Page, Paged, RealNameWrite, StateWrite, StoreResult, UsageRecorded,
 };
 use domain::{
-    Card, CardCategory, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierId, DeviceId,
-    GatewayOutcome, MonthUsage, NetworkStatus, NewCard, NewCardStateLog, RealNameStatus,
-    StopReason, StoreError,
+    Card, CardFilter, CardId, CardMatchFields, CardStateLog, DeviceId, GatewayOutcome, MonthUsage,
+    NewCard, NewCardStateLog, RealNameStatus, StopReason, StoreError,
 };
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -30,48 +26,29 @@ use sea_orm::{
     UpdateMany,
 };
 
+mod scan;
+
 /// The PostgreSQL [`CardStore`]. Cheap to clone: the connection is a pool.
 #[derive(Debug, Clone)]
 pub struct PgCardStore {
     db: DatabaseConnection,
-    /// Group commit of `record_usage` (see `usage_batch.rs`), shared by clones.
+    /// Group commit of `record_usage` (see `batch/usage.rs`), shared by clones.
     usage: Batcher<UsagePoll, UsageAnswer>,
-    /// Group commit of `set_real_name` (see `realname_batch.rs`), shared by clones.
+    /// Group commit of `set_real_name` (see `batch/realname.rs`), shared by clones.
     real_name: Batcher<RealNamePoll, RealNameAnswer>,
 }
 
 impl PgCardStore {
     pub fn new(db: DatabaseConnection) -> Self {
         PgCardStore {
-            usage: crate::usage_batch::writer(db.clone()),
-            real_name: crate::realname_batch::writer(db.clone()),
+            usage: crate::batch::usage::writer(db.clone()),
+            real_name: crate::batch::realname::writer(db.clone()),
             db,
         }
     }
 
     fn live() -> Select<iot_card::Entity> {
         iot_card::Entity::find().filter(iot_card::Column::DeletedAt.is_null())
-    }
-
-    fn filtered(filter: &CardFilter) -> Select<iot_card::Entity> {
-        use iot_card::Column as C;
-        let mut q = Self::live();
-        if let Some(d) = filter.device_id {
-            q = q.filter(C::DeviceId.eq(d.get()));
-        }
-        if let Some(c) = filter.carrier_id {
-            q = q.filter(C::CarrierId.eq(c.get()));
-        }
-        if let Some(s) = filter.network_status {
-            q = q.filter(C::NetworkStatus.eq(i16::from(s)));
-        }
-        if let Some(c) = filter.card_category {
-            q = q.filter(C::CardCategory.eq(c.as_str()));
-        }
-        if let Some(iccid) = &filter.iccid {
-            q = q.filter(C::Iccid.eq(iccid.as_str()));
-        }
-        q
     }
 
     /// Applies `set` to the live card `id` (and bumps `updated_at`); returns the new row.
@@ -190,72 +167,7 @@ impl CardStore for PgCardStore {
         after: Option<CardId>,
         limit: u32,
     ) -> StoreResult<Vec<CardMatchFields>> {
-        let after = after.map_or(i64::MIN, CardId::get);
-        let txn = self.db.begin().await.map_err(db_err)?;
-        txn.execute_unprepared(SCAN_SETTINGS)
-            .await
-            .map_err(db_err)?;
-        let row = txn
-            .query_one_raw(stmt(
-                PAGE_POLLING_ENABLED,
-                [after.into(), i64::from(limit).into()],
-            ))
-            .await
-            .map_err(db_err)?;
-        txn.commit().await.map_err(db_err)?;
-        let Some(row) = row else {
-            return Ok(Vec::new());
-        };
-        // `array_agg` of no row is NULL: an empty page.
-        let ids: Option<Vec<i64>> = col(&row, "ids")?;
-        let Some(ids) = ids else {
-            return Ok(Vec::new());
-        };
-        let carriers: Vec<i64> = col(&row, "carriers")?;
-        let industry: Vec<bool> = col(&row, "industry")?;
-        let real_name: Vec<i16> = col(&row, "real_name")?;
-        let network: Vec<i16> = col(&row, "network")?;
-        let n = ids.len();
-        if [
-            carriers.len(),
-            industry.len(),
-            real_name.len(),
-            network.len(),
-        ] != [n; 4]
-        {
-            return Err(bad_column(
-                "page_polling_enabled",
-                "arrays of unequal length",
-            ));
-        }
-        let mut page = Vec::with_capacity(n);
-        for ((((id, carrier), industry), real_name), network) in ids
-            .into_iter()
-            .zip(carriers)
-            .zip(industry)
-            .zip(real_name)
-            .zip(network)
-        {
-            page.push(CardMatchFields {
-                id: CardId(id),
-                carrier_id: CarrierId(carrier),
-                card_category: if industry {
-                    CardCategory::Industry
-                } else {
-                    CardCategory::Normal
-                },
-                real_name_status: RealNameStatus::try_from(real_name)
-                    .map_err(|e| bad_column("real_name_status", e))?,
-                network_status: NetworkStatus::try_from(network)
-                    .map_err(|e| bad_column("network_status", e))?,
-            });
-        }
-        // Every aggregate reads the rows in the same order, so the arrays line up; that order
-        // is the subquery's (by id) in practice, and re-sorted here in the unlikely other case.
-        if !page.is_sorted_by_key(|c| c.id) {
-            page.sort_unstable_by_key(|c| c.id);
-        }
-        Ok(page)
+        self.scan_polling_enabled(after, limit).await
     }
 
     async fn ids_of_devices(&self, devices: &[DeviceId]) -> StoreResult<Vec<CardId>> {
@@ -310,7 +222,7 @@ impl CardStore for PgCardStore {
         self.real_name
             .submit(RealNamePoll { id, status })
             .await
-            .map_err(|closed| StoreError::Database(closed.to_string()))?
+            .map_err(|closed| StoreError::Database(domain::Cause::new(closed)))?
     }
 
     async fn set_enable_polling(&self, id: CardId, enabled: bool) -> StoreResult<Card> {
@@ -424,6 +336,6 @@ impl CardStore for PgCardStore {
         self.usage
             .submit(poll)
             .await
-            .map_err(|closed| StoreError::Database(closed.to_string()))?
+            .map_err(|closed| StoreError::Database(domain::Cause::new(closed)))?
     }
 }

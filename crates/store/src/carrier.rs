@@ -156,7 +156,7 @@ impl CarrierStore for PgCarrierStore {
         }
         self.one(INSERT, values(input))
             .await?
-            .ok_or_else(|| StoreError::Database("insert returned no row".to_owned()))
+            .ok_or_else(|| StoreError::Database("insert returned no row".into()))
     }
 
     async fn update(&self, input: &CarrierAccountInput) -> StoreResult<CarrierAccount> {

@@ -1,6 +1,6 @@
 //! The one place where database errors become [`StoreError`]s.
 
-use domain::StoreError;
+use domain::{Cause, StoreError};
 use sea_orm::{DbErr, RuntimeErr, sqlx};
 
 /// Unique constraints and indexes of the schema and the column each one protects. A conflict
@@ -25,7 +25,7 @@ pub fn db_err(e: DbErr) -> StoreError {
         &e
         && let sqlx::Error::Database(db) = inner.as_ref()
     {
-        let code = db.code().unwrap_or_default();
+        let code = db.code().unwrap_or_default().into_owned();
         let message = db.message().to_owned();
         if code == "23505" {
             let detail = db
@@ -42,12 +42,38 @@ pub fn db_err(e: DbErr) -> StoreError {
         if code.starts_with("23") || code.starts_with("22") || code == "21000" {
             return StoreError::Invalid(message);
         }
-        return StoreError::Database(format!("{code}: {message}"));
+        return StoreError::Database(Cause::new(DatabaseRefused {
+            code,
+            message,
+            source: e,
+        }));
     }
     match e {
         DbErr::Type(m) | DbErr::Json(m) => StoreError::Invalid(m),
         DbErr::TryIntoErr { .. } => StoreError::Invalid(e.to_string()),
-        other => StoreError::Database(other.to_string()),
+        other => StoreError::Database(Cause::new(other)),
+    }
+}
+
+/// PostgreSQL refused a statement with an SQLSTATE none of the other kinds cover: shown as
+/// `code: message`, the driver's error underneath.
+#[derive(Debug, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct DatabaseRefused {
+    /// The SQLSTATE (`40P01` deadlock, `40001` serialization failure, ...).
+    pub code: String,
+    pub message: String,
+    #[source]
+    source: DbErr,
+}
+
+/// The SQLSTATE of a [`StoreError::Database`] that PostgreSQL answered, if it was one.
+pub(crate) fn sqlstate(error: &StoreError) -> Option<&str> {
+    match error {
+        StoreError::Database(cause) => cause
+            .downcast_ref::<DatabaseRefused>()
+            .map(|refused| refused.code.as_str()),
+        _ => None,
     }
 }
 

@@ -135,7 +135,7 @@ async fn insert(txn: &DatabaseTransaction, entry: &NewCardStateLog) -> StoreResu
         ))
         .await
         .map_err(db_err)?
-        .ok_or_else(|| StoreError::Database("INSERT … RETURNING gave no row".to_owned()))?;
+        .ok_or_else(|| StoreError::Database("INSERT … RETURNING gave no row".into()))?;
     col(&row, "id")
 }
 

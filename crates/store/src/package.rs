@@ -1,11 +1,11 @@
 //! [`PgPackageStore`]: products (`tb_package`) and bought packages (`tb_package_usage`),
 //! including the deduction shared with `record_usage` and the periodic batch jobs.
 
+use crate::batch::package::{CarrierReport, ReportAnswer};
 use crate::bulk::{BULK_CHUNK, insert_usages};
 use crate::convert::{self, owner_of};
 use crate::entity::{package, package_usage};
 use crate::error::db_err;
-use crate::package_batch::{CarrierReport, ReportAnswer};
 use crate::package_sql::{
     ACTIVATE_ON_REALNAME, ADD_USED, APPLY_RESETS, EXPIRE_AND_ACTIVATE, LOCK_DUE_RESETS, LOCK_VALID,
 };
@@ -31,14 +31,14 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct PgPackageStore {
     db: DatabaseConnection,
-    /// Group commit of `upsert_carrier_packages` (see `package_batch.rs`), shared by clones.
+    /// Group commit of `upsert_carrier_packages` (see `batch/package.rs`), shared by clones.
     carrier: Batcher<CarrierReport, ReportAnswer>,
 }
 
 impl PgPackageStore {
     pub fn new(db: DatabaseConnection) -> Self {
         PgPackageStore {
-            carrier: crate::package_batch::writer(db.clone()),
+            carrier: crate::batch::package::writer(db.clone()),
             db,
         }
     }
@@ -238,7 +238,7 @@ impl PackageStore for PgPackageStore {
         self.carrier
             .submit(report)
             .await
-            .map_err(|closed| domain::StoreError::Database(closed.to_string()))?
+            .map_err(|closed| domain::StoreError::Database(domain::Cause::new(closed)))?
     }
 
     async fn activate_on_realname(

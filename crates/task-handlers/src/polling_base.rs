@@ -79,7 +79,7 @@ impl PollingBase {
         self.identities
             .get(card_id)
             .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+            .map_err(|message| HandlerError::Store(StoreError::Database(message.into())))
     }
 
     /// Whether the decision table asks for an action on the card and packages as read ("nothing"

@@ -112,7 +112,7 @@ impl PollingBase {
         self.snapshots
             .snapshot(card_id)
             .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+            .map_err(|message| HandlerError::Store(StoreError::Database(message.into())))
     }
 
     /// The card as the store holds it now (no packages), read together with those of
@@ -121,7 +121,7 @@ impl PollingBase {
         self.snapshots
             .card(card_id)
             .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message)))
+            .map_err(|message| HandlerError::Store(StoreError::Database(message.into())))
     }
 
     /// The device's protect periods, read together with those of concurrent polls.
@@ -132,7 +132,7 @@ impl PollingBase {
         self.snapshots
             .protect_state(device)
             .await
-            .map_err(|message| HandlerError::Redis(QueueError::Batch(message)))
+            .map_err(|message| HandlerError::Redis(QueueError::Batch(message.into())))
     }
 }
 

@@ -1,4 +1,4 @@
-//! The usage writes of concurrent polls are group-committed (`store`'s `usage_batch.rs`): the
+//! The usage writes of concurrent polls are group-committed (`store`'s `batch/usage.rs`): the
 //! exactness of `exact.rs` must hold in the batch, and a batch that dies with its connection
 //! must write nothing, lose no card and count no megabyte twice.
 

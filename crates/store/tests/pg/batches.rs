@@ -1,5 +1,5 @@
-//! The group-committed writes of the real-name and package polls (`realname_batch.rs`,
-//! `package_batch.rs`): concurrent calls, submitted in one go on a current-thread runtime, are
+//! The group-committed writes of the real-name and package polls (`batch/realname.rs`,
+//! `batch/package.rs`): concurrent calls, submitted in one go on a current-thread runtime, are
 //! one batch. Each call must answer what it would have answered alone, in submission order,
 //! and a batch that fails must write nothing.
 

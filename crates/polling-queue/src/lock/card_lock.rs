@@ -1,7 +1,8 @@
 //! Per-card lock `polling:lock:card:{id}` of the stop/resume service: one evaluation of a card
 //! at a time across the cluster.
 
-use crate::{Keys, QueueError, RedisKey, token_lock};
+use super::token_lock;
+use crate::{Keys, QueueError, RedisKey};
 use domain::CardId;
 use fred::clients::Pool;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The manual lists `polling:manual:{type}` of [`PollingQueueManager`]: card ids operators
 //! pushed, drained by the scheduler before the shard queues.
 
-use crate::score::{lease_ms, parse_members};
+use super::score::{lease_ms, parse_members};
 use crate::{PollingQueueManager, QueueError, RedisKey, scripts};
 use domain::{CardId, TaskType};
 use fred::prelude::*;

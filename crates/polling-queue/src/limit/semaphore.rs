@@ -9,10 +9,10 @@
 //! The max is read from Redis at most once a second per process. Concurrent acquirers of a
 //! node share one script call per task type, concurrent releases one `ZREM` (see `batch`).
 
-use crate::score::lease_ms;
+use crate::queue::score::lease_ms;
 use crate::{Keys, QueueError, RedisKey, scripts};
 use batch::Batcher;
-use domain::{Clock, TaskType};
+use domain::{Cause, Clock, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
 use std::sync::Mutex;
@@ -69,9 +69,9 @@ pub struct ConcurrencySemaphore {
     holders: Arc<Holders>,
     /// Group commit of acquires: the tokens of concurrent acquirers of one type go to one
     /// script call, which grants as many as there is room for, in order.
-    acquirer: Batcher<(TaskType, String), Result<bool, String>>,
+    acquirer: Batcher<(TaskType, String), Result<bool, Cause>>,
     /// Group commit of releases: one `ZREM` of many tokens per type.
-    releaser: Batcher<(TaskType, String), Result<(), String>>,
+    releaser: Batcher<(TaskType, String), Result<(), Cause>>,
 }
 
 /// The most tokens one acquire script or one release takes (the script unpacks two values a
@@ -121,7 +121,7 @@ impl ConcurrencySemaphore {
                     let n = tokens.len();
                     match holders.release_all(tokens).await {
                         Ok(()) => vec![Ok(()); n],
-                        Err(error) => vec![Err(error.to_string()); n],
+                        Err(error) => vec![Err(Cause::new(error)); n],
                     }
                 }
             },
@@ -149,7 +149,7 @@ impl ConcurrencySemaphore {
             .acquirer
             .submit((task, token.clone()))
             .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(|closed| QueueError::Batch(Cause::new(closed)))?
             .map_err(QueueError::Batch)?;
         Ok(granted.then_some(Permit { task, token }))
     }
@@ -160,7 +160,7 @@ impl ConcurrencySemaphore {
         self.releaser
             .submit((permit.task, permit.token))
             .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(|closed| QueueError::Batch(Cause::new(closed)))?
             .map_err(QueueError::Batch)
     }
 
@@ -213,8 +213,8 @@ impl Holders {
 
     /// One script call per task type for the tokens of a batch; answers, per token, whether
     /// it holds a slot.
-    async fn grant(&self, tokens: Vec<(TaskType, String)>) -> Vec<Result<bool, String>> {
-        let mut answers: Vec<Result<bool, String>> = vec![Ok(false); tokens.len()];
+    async fn grant(&self, tokens: Vec<(TaskType, String)>) -> Vec<Result<bool, Cause>> {
+        let mut answers: Vec<Result<bool, Cause>> = vec![Ok(false); tokens.len()];
         for task in TaskType::ALL {
             let (positions, wanted): (Vec<usize>, Vec<&str>) = tokens
                 .iter()
@@ -232,8 +232,9 @@ impl Holders {
                     }
                 }
                 Err(error) => {
+                    let cause = Cause::new(error);
                     for position in positions {
-                        answers[position] = Err(error.to_string());
+                        answers[position] = Err(cause.clone());
                     }
                 }
             }
@@ -298,6 +299,7 @@ impl Holders {
             Some(s) => s.trim().parse().map_err(|e| QueueError::Corrupt {
                 key,
                 detail: format!("max `{s}` is not a count: {e}"),
+                source: Some(Cause::new(e)),
             }),
         }
     }

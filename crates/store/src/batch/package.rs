@@ -13,9 +13,9 @@
 //!
 //! Costs per batch, whatever its size: one `BEGIN`, at most two statements, one `COMMIT`.
 
+use super::group_commit;
 use crate::bulk::push_opt;
 use crate::error::db_err;
-use crate::group_commit;
 use crate::sql::{col, stmt};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
@@ -90,7 +90,7 @@ pub(crate) fn writer(db: DatabaseConnection) -> Batcher<CarrierReport, ReportAns
 async fn flush(db: &DatabaseConnection, reports: &[CarrierReport]) -> Vec<ReportAnswer> {
     group_commit::retried("package", reports.len(), || write(db, reports))
         .await
-        .unwrap_or_else(|error| group_commit::each_failed(reports.len(), &error))
+        .unwrap_or_else(|error| group_commit::each_failed(reports.len(), error))
 }
 
 /// `(is a device, owner id)`.

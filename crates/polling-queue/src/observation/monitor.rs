@@ -2,7 +2,7 @@
 //! the depth, the due count and the age of the oldest due card, in one pipeline per shard
 //! (O(shards) round trips, all shards in parallel).
 
-use crate::score::to_score;
+use crate::queue::score::to_score;
 use crate::{PollingQueueManager, QueueError};
 use domain::TaskType;
 use fred::prelude::*;

@@ -1,7 +1,8 @@
 //! Singleton leases `polling:lease:{job}`: at most one node runs a job (initializer, package
 //! check, data reset, alert evaluation, cleanup) while it holds the lease.
 
-use crate::{Keys, QueueError, RedisKey, token_lock};
+use super::token_lock;
+use crate::{Keys, QueueError, RedisKey};
 use fred::clients::Pool;
 use std::time::Duration;
 

@@ -14,10 +14,10 @@
 //!
 //! Costs per batch, whatever its size: one `BEGIN`, two statements a round, one `COMMIT`.
 
+use super::group_commit;
 use crate::convert;
 use crate::entity::iot_card;
 use crate::error::db_err;
-use crate::group_commit;
 use crate::sql::{models, stmt};
 use batch::Batcher;
 use domain::store::{RealNameWrite, StoreResult};
@@ -59,7 +59,7 @@ pub(crate) fn writer(db: DatabaseConnection) -> Batcher<RealNamePoll, RealNameAn
 async fn flush(db: &DatabaseConnection, polls: &[RealNamePoll]) -> Vec<RealNameAnswer> {
     group_commit::retried("real-name", polls.len(), || write(db, polls))
         .await
-        .unwrap_or_else(|error| group_commit::each_failed(polls.len(), &error))
+        .unwrap_or_else(|error| group_commit::each_failed(polls.len(), error))
 }
 
 /// The round of each poll: its card's number of earlier polls in the batch.

@@ -13,7 +13,7 @@
 use crate::{Keys, QueueError, RedisKey};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
-use domain::{Clock, TaskType};
+use domain::{Cause, Clock, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -86,7 +86,7 @@ pub struct TaskCounters {
     /// Group commit of [`record`](Self::record): the runs of concurrent polls are summed per
     /// field and written as one pipeline (a few `HINCRBY` per task type and outcome instead of
     /// six commands per run).
-    writer: Batcher<Run, Result<(), String>>,
+    writer: Batcher<Run, Result<(), Cause>>,
 }
 
 /// One recorded run.
@@ -116,7 +116,7 @@ impl TaskCounters {
                     let n = runs.len();
                     match write(&pool, &keys, clock.as_ref(), &runs, &pruned_hour).await {
                         Ok(()) => vec![Ok(()); n],
-                        Err(error) => vec![Err(error.to_string()); n],
+                        Err(error) => vec![Err(Cause::new(error)); n],
                     }
                 }
             })
@@ -146,7 +146,7 @@ impl TaskCounters {
         self.writer
             .submit(run)
             .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(|closed| QueueError::Batch(Cause::new(closed)))?
             .map_err(QueueError::Batch)
     }
 
@@ -164,6 +164,7 @@ impl TaskCounters {
             let n: u64 = raw.parse().map_err(|e| QueueError::Corrupt {
                 key: key.clone(),
                 detail: format!("field {field} = `{raw}`: {e}"),
+                source: Some(Cause::new(e)),
             })?;
             let mut parts = field.splitn(3, ':');
             let slot = match (parts.next(), parts.next(), parts.next()) {
@@ -217,12 +218,12 @@ async fn write(
             ("duration_ms_sum".to_owned(), run.duration_ms),
             (format!("hour:{hour}:{outcome}"), 1),
             // The histogram (p95) of `recent.rs`.
-            (crate::recent::bucket_field(run.duration_ms as u64), 1),
+            (super::recent::bucket_field(run.duration_ms as u64), 1),
         ] {
             *sums.entry((key.clone(), field)).or_default() += n;
         }
         // The per-minute counts (recent rates) of `recent.rs`.
-        let (minute_key, field) = crate::recent::minute_field(keys, run.task, run.outcome, run.at);
+        let (minute_key, field) = super::recent::minute_field(keys, run.task, run.outcome, run.at);
         if !minute_keys.contains(&minute_key) {
             minute_keys.push(minute_key.clone());
         }
@@ -234,7 +235,7 @@ async fn write(
     }
     for key in minute_keys {
         let _: () = pipe
-            .expire(key, crate::recent::MINUTES_TTL_SECS, None)
+            .expire(key, super::recent::MINUTES_TTL_SECS, None)
             .await?;
     }
     let _: Vec<Value> = pipe.all().await?;

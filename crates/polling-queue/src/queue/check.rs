@@ -4,7 +4,7 @@
 //!
 //! Nothing here moves a score: additions are `ZADD NX`, removals `ZREM`.
 
-use crate::queue_manager::CHUNK;
+use super::CHUNK;
 use crate::{PollingQueueManager, QueueError};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
@@ -88,6 +88,7 @@ impl PollingQueueManager {
         let corrupt = |detail: &str| QueueError::Corrupt {
             key: key.clone(),
             detail: format!("ZSCAN reply: {detail}"),
+            source: None,
         };
         let Value::Array(mut parts) = reply else {
             return Err(corrupt("not an array"));

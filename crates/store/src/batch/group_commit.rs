@@ -1,8 +1,8 @@
 //! What the group-commit writers (usage, real-name, package) share: one retry of a batch that
 //! lost a lock conflict, and one error per poll when the batch wrote nothing.
 
-use domain::StoreError;
 use domain::store::StoreResult;
+use domain::{Cause, StoreError};
 
 /// Runs `write` (one transaction for the whole batch) and once more if it lost a deadlock or a
 /// serialization conflict; a failure left after that is logged once for the batch.
@@ -24,16 +24,16 @@ where
     result
 }
 
-/// The answers of a batch that wrote nothing: its error, once per poll.
-pub(crate) fn each_failed<X>(polls: usize, error: &StoreError) -> Vec<StoreResult<X>> {
-    let message = error.to_string();
+/// The answers of a batch that wrote nothing: a database error per poll, each with the
+/// batch's error as its cause.
+pub(crate) fn each_failed<X>(polls: usize, error: StoreError) -> Vec<StoreResult<X>> {
+    let cause = Cause::new(error);
     (0..polls)
-        .map(|_| Err(StoreError::Database(message.clone())))
+        .map(|_| Err(StoreError::Database(cause.clone())))
         .collect()
 }
 
 /// Deadlock (40P01) or serialization failure (40001).
 fn retryable(error: &StoreError) -> bool {
-    let text = error.to_string();
-    text.contains("deadlock") || text.contains("could not serialize")
+    matches!(crate::error::sqlstate(error), Some("40P01" | "40001"))
 }

@@ -8,7 +8,8 @@
 //! Sentinel as fred pipelines of `ZADD NX` (members and scores as `Value::Integer`, the key of
 //! a (shard, type) rendered once per writer), several in flight over the pool's connections.
 
-use crate::{Keys, QueueError, RedisKey, bulk_resp};
+use super::bulk_resp;
+use crate::{Keys, QueueError, RedisKey};
 use domain::{CardId, TaskType};
 use fred::clients::{Pipeline, Pool};
 use fred::prelude::*;

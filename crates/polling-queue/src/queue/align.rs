@@ -5,8 +5,8 @@
 //! already queued for a type keeps its score (`ZADD NX`), one no longer scheduled for a type
 //! leaves it (`ZREM`). So it is idempotent and safe to run over cards that are being polled.
 
-use crate::queue_manager::CHUNK;
-use crate::score::to_score;
+use super::CHUNK;
+use super::score::to_score;
 use crate::{PollingQueueManager, QueueError};
 use chrono::{DateTime, Utc};
 use domain::{CardId, TaskType};

@@ -30,6 +30,7 @@ pub(crate) fn parse_members(key: &str, members: Vec<String>) -> Result<Vec<CardI
             m.parse::<CardId>().map_err(|e| QueueError::Corrupt {
                 key: key.to_owned(),
                 detail: format!("member `{m}` is not a card id: {e}"),
+                source: Some(domain::Cause::new(e)),
             })
         })
         .collect()

@@ -1,11 +1,11 @@
 //! Group commit of the handlers' reschedules: the `ZADD XX` of concurrent polls go out as one
 //! pipeline of variadic `ZADD XX`, one command per queue key (see the `batch` crate).
 
-use crate::queue_manager::CHUNK;
+use super::CHUNK;
 use crate::{Keys, QueueError};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
-use domain::{CardId, TaskType};
+use domain::{CardId, Cause, TaskType};
 use fred::bytes::{Bytes, BytesMut};
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand, Value};
@@ -14,7 +14,7 @@ use fred::types::{ClusterHash, CustomCommand, Value};
 pub(crate) type Reschedule = (TaskType, CardId, DateTime<Utc>);
 
 /// The batch writer of reschedules; answers each one `Ok` or the pipeline's error.
-pub(crate) type Rescheduler = Batcher<Reschedule, Result<(), String>>;
+pub(crate) type Rescheduler = Batcher<Reschedule, Result<(), Cause>>;
 
 /// The most reschedules one pipeline carries.
 const RESCHEDULE_BATCH: usize = 2_000;
@@ -30,7 +30,7 @@ pub(crate) fn writer(pool: Pool, keys: Keys, shard_count: u32) -> Rescheduler {
                 let n = entries.len();
                 match zadd_xx_many(&pool, &keys, shard_count, entries).await {
                     Ok(()) => vec![Ok(()); n],
-                    Err(error) => vec![Err(error.to_string()); n],
+                    Err(error) => vec![Err(Cause::new(error)); n],
                 }
             }
         },
@@ -115,7 +115,7 @@ fn integer_text(buf: &mut BytesMut, n: i64) -> Bytes {
 /// Appends the decimal digits of `n`.
 fn put_digits(buf: &mut BytesMut, n: u64) {
     let mut digits = [0u8; 20];
-    let start = crate::bulk_resp::decimal(&mut digits, n);
+    let start = super::bulk_resp::decimal(&mut digits, n);
     buf.extend_from_slice(&digits[start..]);
 }
 
@@ -140,7 +140,7 @@ mod tests {
                 .expect("ascii")
                 .parse()
                 .expect("a number");
-            assert_eq!(parsed, crate::score::to_score(at), "{ms}");
+            assert_eq!(parsed, crate::queue::score::to_score(at), "{ms}");
         }
         assert!(buf.is_empty());
     }

@@ -1,6 +1,6 @@
 //! Monitoring reads of [`PollingQueueManager`]: queue depths and the due backlog.
 
-use crate::score::to_score;
+use crate::queue::score::to_score;
 use crate::{PollingQueueManager, QueueError};
 use domain::TaskType;
 use fred::prelude::*;

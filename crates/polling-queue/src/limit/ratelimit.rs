@@ -7,7 +7,7 @@
 //! window plus the burst (GCRA's bound, with the commands' tolerance the largest).
 
 use crate::{Keys, RedisKey, scripts};
-use domain::{CallClass, RateLimitError, RateLimiter};
+use domain::{CallClass, Cause, RateLimitError, RateLimiter};
 use fred::clients::Pool;
 use fred::types::Value;
 use std::time::Duration;
@@ -78,7 +78,7 @@ impl RateLimiter for RedisRateLimiter {
         ];
         let wait_us: i64 = scripts::eval(&scripts::GCRA, &self.pool, key, args)
             .await
-            .map_err(|e| RateLimitError(e.to_string()))?;
+            .map_err(|e| RateLimitError(Cause::new(e)))?;
         Ok(u64::try_from(wait_us).ok().map(Duration::from_micros))
     }
 
@@ -86,7 +86,7 @@ impl RateLimiter for RedisRateLimiter {
         let ahead_us: i64 =
             scripts::eval(&scripts::GCRA_BOOKED, &self.pool, self.key(bucket), vec![])
                 .await
-                .map_err(|e| RateLimitError(e.to_string()))?;
+                .map_err(|e| RateLimitError(Cause::new(e)))?;
         Ok(Duration::from_micros(u64::try_from(ahead_us).unwrap_or(0)))
     }
 }

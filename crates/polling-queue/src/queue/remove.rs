@@ -1,6 +1,6 @@
 //! Removing cards from the queues (lifecycle: disabled, deleted; seed: `RemoveFromAllQueues`).
 
-use crate::queue_manager::CHUNK;
+use super::CHUNK;
 use crate::{PollingQueueManager, QueueError, RedisKey};
 use domain::{CardId, TaskType};
 use fred::prelude::*;

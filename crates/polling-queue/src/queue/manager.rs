@@ -1,15 +1,13 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
-use crate::score::{group_by_shard, lease_ms, parse_members};
-use crate::{Keys, QueueError, reschedule, scripts};
+use super::score::{group_by_shard, lease_ms, parse_members};
+use super::{CHUNK, reschedule};
+use crate::{Keys, QueueError, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
 use fred::types::{SetOptions, Value};
 use std::{sync::Arc, time::Duration};
-
-/// Members per ZADD/ZREM command in batch operations (keeps each command small).
-pub(crate) const CHUNK: usize = 1_000;
 
 /// Fixed per deployment: both processes must use the same values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +28,7 @@ impl Default for QueueSettings {
 }
 
 /// The queues: sorted sets `polling:shard:{shard}:queue:{type}` and lists `polling:manual:{type}`
-/// (manual lists in `manual.rs`, monitoring reads in `depth.rs`).
+/// (manual lists in `manual.rs`, monitoring reads in `observation/depth.rs`).
 ///
 /// Shared by the API and the worker; needs nothing but Redis. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -113,7 +111,7 @@ impl PollingQueueManager {
         self.rescheduler
             .submit((task, card, next_check_at))
             .await
-            .map_err(|closed| QueueError::Batch(closed.to_string()))?
+            .map_err(|closed| QueueError::Batch(domain::Cause::new(closed)))?
             .map_err(QueueError::Batch)
     }
 

@@ -12,10 +12,10 @@
 //!
 //! Costs per batch, whatever its size: one `BEGIN`, five statements, one `COMMIT`.
 
+use super::group_commit;
 use crate::convert;
 use crate::entity::{iot_card, package_usage};
 use crate::error::db_err;
-use crate::group_commit;
 use crate::sql::{col, models, stmt};
 use batch::Batcher;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -83,7 +83,7 @@ async fn flush(db: &DatabaseConnection, polls: &[UsagePoll]) -> Vec<UsageAnswer>
     metrics::histogram!("cmp_usage_batch_size").record(polls.len() as f64);
     result.unwrap_or_else(|error| {
         metrics::counter!("cmp_usage_batch_failures_total").increment(1);
-        group_commit::each_failed(polls.len(), &error)
+        group_commit::each_failed(polls.len(), error)
     })
 }
 
