@@ -29,7 +29,7 @@ mod registry;
 mod snapshots;
 mod telemetry;
 
-pub use error::HandlerError;
+pub use error::{BatchedReadError, HandlerError};
 pub use flow::Polled;
 pub use handler::{Outcome, Registry, TaskHandler};
 pub use jobs::{JOB_BATCH, JobReport, PackageJobs};
