@@ -2,16 +2,16 @@
 //! scheduler with the four handlers and the periodic jobs, health and metrics.
 
 use crate::budget::GatewayBudget;
-use crate::check_job::QueueCheck;
 use crate::components::Components;
-use crate::jobs::{ActivationCheck, DataReset};
 use anyhow::Context;
-use lifecycle::{InitWatchdog, WATCH_EVERY};
+use lifecycle::{InitWatchdog, QueueCheck, WATCH_EVERY};
 use scheduler::{Scheduler, SchedulerSettings};
 use settings::Settings;
 use std::sync::Arc;
 use std::time::Duration;
-use task_handlers::{HandlerDeps, HandlerSettings, PackageJobs, build_registry};
+use task_handlers::{
+    ActivationCheck, DataReset, HandlerDeps, HandlerSettings, PackageJobs, build_registry,
+};
 
 /// How long running polls may finish after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -117,11 +117,11 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     let scheduler = if c.settings.check_interval.is_zero() {
         scheduler
     } else {
-        scheduler.with_job(Box::new(QueueCheck {
-            checker: crate::check::checker(&c, false),
-            initializer: c.initializer.clone(),
-            every: c.settings.check_interval,
-        }))
+        scheduler.with_job(Box::new(QueueCheck::new(
+            crate::check::checker(&c, false),
+            c.initializer.clone(),
+            c.settings.check_interval,
+        )))
     };
 
     let report = scheduler.run(shutdown.clone()).await;

@@ -77,7 +77,18 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
         })
         .await?
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The poll ends by rescheduling the card (its lease score replaced): any stop it asked
+    // for was asked before that.
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            Ok(w.queue
+                .score_of(card, TaskType::Carddata)
+                .await?
+                .is_some_and(|score| !polling_queue::is_lease_score(score)))
+        })
+        .await?,
+        "the second poll ended"
+    );
     assert_eq!(
         w.sim
             .state()

@@ -36,5 +36,5 @@ pub enum LifecycleError {
     Interrupted,
     /// A writer or reader task of the initializer panicked or was cancelled.
     #[error("initializer task failed: {0}")]
-    Task(String),
+    Task(#[source] tokio::task::JoinError),
 }

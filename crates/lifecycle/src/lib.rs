@@ -6,6 +6,8 @@
 //! * [`CardInitializer`]: streams every polling-enabled card, matches its config and writes the
 //!   whole fleet into the sharded queues with pipelined `ZADD NX`, under the singleton lease,
 //!   with its progress in `polling:init:progress`.
+//! * [`QueueChecker`]: the queues checked against the database (`cmp-worker check`), and
+//!   [`QueueCheck`], the periodic job that runs it on one node and exports its counts.
 //!
 //! This crate owns those two flows. It reads PostgreSQL only through the store traits of
 //! `domain` (never the `store` crate), takes key names from `polling-queue`'s [`Keys`]
@@ -14,6 +16,7 @@
 //! [`Keys`]: polling_queue::Keys
 
 mod check;
+mod check_job;
 mod error;
 mod facts;
 mod initializer;
@@ -21,6 +24,10 @@ mod reconcile;
 mod service;
 
 pub use check::{CheckReport, CheckSettings, Findings, Kind, QueueChecker};
+pub use check_job::{
+    QUEUE_CHECK_CARDS, QUEUE_CHECK_COMPLETED, QUEUE_CHECK_DURATION, QUEUE_CHECK_ENTRIES,
+    QUEUE_CHECK_MEMBERS, QueueCheck,
+};
 pub use error::LifecycleError;
 pub use initializer::{
     CardInitializer, InitMode, InitProgress, InitReport, InitSettings, InitStatus, InitWatchdog,

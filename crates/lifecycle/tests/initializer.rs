@@ -324,7 +324,22 @@ async fn killed_after_the_first_page_then_rerun_completes() -> anyhow::Result<()
     ));
 
     gate.add_permits(1_000);
-    tokio::time::sleep(s.lease_ttl + Duration::from_millis(300)).await;
+    // Wait for the dead run's lease to end with its TTL.
+    let lease = w.keys.render(&polling_queue::RedisKey::Lease {
+        job: "initializer".into(),
+    });
+    let deadline = tokio::time::Instant::now() + s.lease_ttl + Duration::from_secs(5);
+    loop {
+        let held: i64 = w.pool.exists(lease.as_str()).await?;
+        if held == 0 {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the dead run's lease never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let report = init.run(InitMode::Initial).await?;
     assert_eq!(report.processed, exp.eligible);
     assert_queues(&w.all_queues().await?, &exp, t0().timestamp());

@@ -15,6 +15,8 @@ mod gate;
 mod periodic;
 mod pools;
 mod shards;
+mod type_loop;
+mod upkeep;
 
 pub use dispatch::{Scheduler, SchedulerSettings, ShutdownReport};
 pub use gate::DispatchBudget;

@@ -1,5 +1,6 @@
-//! Periodic jobs against real Redis: once per period across nodes, their own task each, and a
-//! lease renewed while a run lasts longer than it.
+//! Periodic jobs against real Redis: their own task each, and a run stopped when another node
+//! takes its lease. Their timing (once per period across nodes, the lease renewed while a run
+//! lasts longer than it) is tested on paused time in `src/periodic/tests.rs`.
 
 mod common;
 
@@ -16,14 +17,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Counts its runs; while `gate` has no permit a run waits (a slow run); records the most
-/// runs at once.
+/// Counts its runs; while `gate` has no permit a run waits (a slow run).
 struct Job {
     name: &'static str,
     every: Duration,
     runs: Arc<AtomicUsize>,
-    running: Arc<AtomicUsize>,
-    most_at_once: Arc<AtomicUsize>,
     gate: Option<Arc<Semaphore>>,
 }
 
@@ -33,21 +31,7 @@ impl Job {
             name,
             every,
             runs: Arc::default(),
-            running: Arc::default(),
-            most_at_once: Arc::default(),
             gate: None,
-        }
-    }
-
-    /// Another node's instance of the same job, sharing the counters.
-    fn twin(&self) -> Job {
-        Job {
-            name: self.name,
-            every: self.every,
-            runs: self.runs.clone(),
-            running: self.running.clone(),
-            most_at_once: self.most_at_once.clone(),
-            gate: self.gate.clone(),
         }
     }
 }
@@ -62,12 +46,9 @@ impl PeriodicJob for Job {
     }
     async fn run(&self) -> Result<(), BoxError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
-        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most_at_once.fetch_max(now, Ordering::SeqCst);
         if let Some(gate) = &self.gate {
             let _permit = gate.acquire().await?;
         }
-        self.running.fetch_sub(1, Ordering::SeqCst);
         Ok(())
     }
 }
@@ -90,53 +71,6 @@ fn node(
         sched = sched.with_job(Box::new(job));
     }
     tokio::spawn(sched.run(stop.clone()))
-}
-
-#[tokio::test]
-async fn a_periodic_job_runs_once_per_period_across_nodes() -> anyhow::Result<()> {
-    let (_redis, queue, leases) = world().await?;
-    let job = Job::counting("test_job", Duration::from_secs(60));
-    let runs = job.runs.clone();
-    let stop = CancellationToken::new();
-    let nodes: Vec<_> = (0..3)
-        .map(|_| node(&queue, &leases, vec![job.twin()], &stop))
-        .collect();
-    assert!(wait_until(|| runs.load(Ordering::SeqCst) >= 1, Duration::from_secs(5)).await);
-    // A timed wait only to show that no other node runs it this period.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    for n in nodes {
-        n.await?;
-    }
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    Ok(())
-}
-
-#[tokio::test]
-async fn a_run_longer_than_its_lease_keeps_other_nodes_out() -> anyhow::Result<()> {
-    let (_redis, queue, leases) = world().await?;
-    // Every 1.5 s: the lease lasts 1 s. The first run takes about 3 s.
-    let gate = Arc::new(Semaphore::new(0));
-    let job = Job {
-        gate: Some(gate.clone()),
-        ..Job::counting("slow_job", Duration::from_millis(1500))
-    };
-    let (runs, most) = (job.runs.clone(), job.most_at_once.clone());
-    let stop = CancellationToken::new();
-    let first = node(&queue, &leases, vec![job.twin()], &stop);
-    assert!(wait_until(|| runs.load(Ordering::SeqCst) == 1, Duration::from_secs(5)).await);
-    let second = node(&queue, &leases, vec![job.twin()], &stop);
-    // The second node tries at once and 1.5 s later, both times while the first run lasts
-    // past its 1 s lease; without renewal it took the expired lease and ran alongside.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
-    assert_eq!(most.load(Ordering::SeqCst), 1, "two runs at once");
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    gate.add_permits(100);
-    stop.cancel();
-    first.await?;
-    second.await?;
-    assert_eq!(most.load(Ordering::SeqCst), 1);
-    Ok(())
 }
 
 #[tokio::test]

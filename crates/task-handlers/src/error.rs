@@ -1,8 +1,10 @@
 //! The crate's error type.
 
+use batch::BatchError;
 use domain::{CardId, NetworkStatus, StoreError};
 use gateway::GatewayError;
 use polling_queue::QueueError;
+use std::sync::Arc;
 use stop_resume::StopResumeError;
 
 /// Why a poll or a periodic job did not complete. A handler never returns it: it reschedules
@@ -30,4 +32,35 @@ pub enum HandlerError {
     /// The card could not be added to the queues its new facts schedule.
     #[error("queues: {0}")]
     Lifecycle(#[from] lifecycle::LifecycleError),
+    /// A read served together with concurrent polls failed.
+    #[error("{0}")]
+    BatchedRead(#[source] BatchedReadError),
+}
+
+/// Why a read served together with concurrent polls (card identities, snapshots, protect
+/// states: see `batch`) has no answer. Every poll of the batch gets the same one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchedReadError {
+    /// The batch's store read failed.
+    #[error("store: {0}")]
+    Store(#[source] Arc<StoreError>),
+    /// The batch's Redis read failed.
+    #[error("redis: {0}")]
+    Redis(#[source] Arc<QueueError>),
+    /// The batch's flush task is gone (runtime shut down, or its flush panicked).
+    #[error("batched read: {0}")]
+    Closed(#[source] BatchError),
+}
+
+impl From<StoreError> for BatchedReadError {
+    fn from(error: StoreError) -> Self {
+        BatchedReadError::Store(Arc::new(error))
+    }
+}
+
+impl From<QueueError> for BatchedReadError {
+    fn from(error: QueueError) -> Self {
+        BatchedReadError::Redis(Arc::new(error))
+    }
 }

@@ -3,6 +3,7 @@
 //! cards the cache did not hold (and one of their devices' switches), one pipeline filling the
 //! cache. Each poll still asks for its own card and gets its own answer (see `batch`).
 
+use crate::BatchedReadError;
 use batch::Batcher;
 use domain::store::{CardStore, DeviceStore};
 use domain::{CardId, CardIdentity};
@@ -16,7 +17,7 @@ const MAX_BATCH: usize = 1_000;
 
 /// One card's answer: its identity, `None` when it does not exist (or is deleted), or why the
 /// store could not be read.
-pub(crate) type IdentityAnswer = Result<Option<CardIdentity>, String>;
+pub(crate) type IdentityAnswer = Result<Option<CardIdentity>, BatchedReadError>;
 
 /// Reads card identities in batches; cheap to clone.
 #[derive(Clone, Debug)]
@@ -41,7 +42,7 @@ impl IdentityLoader {
         self.batcher
             .submit(card)
             .await
-            .map_err(|closed| closed.to_string())?
+            .map_err(BatchedReadError::Closed)?
     }
 }
 
@@ -98,18 +99,15 @@ async fn read_store(
     cards: &dyn CardStore,
     devices: &dyn DeviceStore,
     ids: &[CardId],
-) -> Result<HashMap<CardId, CardIdentity>, String> {
-    let rows = cards.get_many(ids).await.map_err(|e| e.to_string())?;
+) -> Result<HashMap<CardId, CardIdentity>, BatchedReadError> {
+    let rows = cards.get_many(ids).await?;
     let mut device_ids: Vec<_> = rows.iter().filter_map(|card| card.device_id).collect();
     device_ids.sort_unstable();
     device_ids.dedup();
     let flags = if device_ids.is_empty() {
         HashMap::new()
     } else {
-        devices
-            .enable_polling_of(&device_ids)
-            .await
-            .map_err(|e| e.to_string())?
+        devices.enable_polling_of(&device_ids).await?
     };
     Ok(rows
         .into_iter()

@@ -11,13 +11,15 @@
 //!   never dropped from its queue by a full pool, an error or a timeout.
 //! * [`PollingRealnameHandler`], [`PollingCarddataHandler`], [`PollingPackageHandler`],
 //!   [`PollingProtectHandler`]: one file each, built in one place by [`build_registry`].
-//! * [`PackageJobs`]: the periodic package activation check and monthly data reset.
+//! * [`PackageJobs`]: the periodic package activation check and monthly data reset, run by the
+//!   scheduler as [`ActivationCheck`] and [`DataReset`].
 
 mod error;
 mod flow;
 mod handler;
 mod identities;
 mod jobs;
+mod periodic_jobs;
 mod polling_base;
 mod polling_carddata_handler;
 mod polling_package_handler;
@@ -27,10 +29,11 @@ mod registry;
 mod snapshots;
 mod telemetry;
 
-pub use error::HandlerError;
+pub use error::{BatchedReadError, HandlerError};
 pub use flow::Polled;
 pub use handler::{Outcome, Registry, TaskHandler};
 pub use jobs::{JOB_BATCH, JobReport, PackageJobs};
+pub use periodic_jobs::{ActivationCheck, DataReset};
 pub use polling_base::PollingBase;
 pub use polling_carddata_handler::PollingCarddataHandler;
 pub use polling_package_handler::PollingPackageHandler;

@@ -4,7 +4,7 @@ use crate::identities::IdentityLoader;
 use crate::snapshots::SnapshotLoader;
 use crate::{HandlerError, HandlerSettings};
 use chrono::{DateTime, Utc};
-use domain::{Card, CardId, CardIdentity, Clock, PackageUsage, StoreError, TaskType};
+use domain::{Card, CardId, CardIdentity, Clock, PackageUsage, TaskType};
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
 use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
@@ -79,7 +79,7 @@ impl PollingBase {
         self.identities
             .get(card_id)
             .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message.into())))
+            .map_err(HandlerError::BatchedRead)
     }
 
     /// Whether the decision table asks for an action on the card and packages as read ("nothing"

@@ -8,11 +8,11 @@
 //! writer of a fact evaluates the card) or to the next poll, exactly as a change made after a
 //! locked read is.
 
-use crate::{HandlerError, PollingBase};
+use crate::{BatchedReadError, HandlerError, PollingBase};
 use batch::Batcher;
 use domain::store::{CardStore, PackageStore};
-use domain::{Card, CardId, DeviceId, PackageOwner, PackageUsage, StoreError};
-use polling_queue::{ProtectKeys, ProtectState, QueueError};
+use domain::{Card, CardId, DeviceId, PackageOwner, PackageUsage};
+use polling_queue::{ProtectKeys, ProtectState};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -28,18 +28,18 @@ pub(crate) struct Snapshot {
 
 /// One card's answer: `None` when it does not exist (or is deleted), or why the store could not
 /// be read.
-pub(crate) type SnapshotAnswer = Result<Option<Snapshot>, String>;
+pub(crate) type SnapshotAnswer = Result<Option<Snapshot>, BatchedReadError>;
 
 /// Reads cards with their packages, and devices' protect states, in batches; cheap to clone.
 #[derive(Clone, Debug)]
 pub(crate) struct SnapshotLoader {
     cards: Batcher<CardId, SnapshotAnswer>,
     cards_only: Batcher<CardId, CardAnswer>,
-    protect: Batcher<DeviceId, Result<ProtectState, String>>,
+    protect: Batcher<DeviceId, Result<ProtectState, BatchedReadError>>,
 }
 
 /// One card as the store holds it: `None` when it does not exist (or is deleted).
-pub(crate) type CardAnswer = Result<Option<Card>, String>;
+pub(crate) type CardAnswer = Result<Option<Card>, BatchedReadError>;
 
 impl SnapshotLoader {
     pub(crate) fn new(
@@ -67,8 +67,8 @@ impl SnapshotLoader {
                     match protect.protect_states(&devices).await {
                         Ok(states) => states.into_iter().map(Ok).collect(),
                         Err(error) => {
-                            let message = error.to_string();
-                            devices.iter().map(|_| Err(message.clone())).collect()
+                            let error = BatchedReadError::from(error);
+                            devices.iter().map(|_| Err(error.clone())).collect()
                         }
                     }
                 }
@@ -86,21 +86,24 @@ impl SnapshotLoader {
         self.cards_only
             .submit(card)
             .await
-            .map_err(|closed| closed.to_string())?
+            .map_err(BatchedReadError::Closed)?
     }
 
     pub(crate) async fn snapshot(&self, card: CardId) -> SnapshotAnswer {
         self.cards
             .submit(card)
             .await
-            .map_err(|closed| closed.to_string())?
+            .map_err(BatchedReadError::Closed)?
     }
 
-    pub(crate) async fn protect_state(&self, device: DeviceId) -> Result<ProtectState, String> {
+    pub(crate) async fn protect_state(
+        &self,
+        device: DeviceId,
+    ) -> Result<ProtectState, BatchedReadError> {
         self.protect
             .submit(device)
             .await
-            .map_err(|closed| closed.to_string())?
+            .map_err(BatchedReadError::Closed)?
     }
 }
 
@@ -112,7 +115,7 @@ impl PollingBase {
         self.snapshots
             .snapshot(card_id)
             .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message.into())))
+            .map_err(HandlerError::BatchedRead)
     }
 
     /// The card as the store holds it now (no packages), read together with those of
@@ -121,7 +124,7 @@ impl PollingBase {
         self.snapshots
             .card(card_id)
             .await
-            .map_err(|message| HandlerError::Store(StoreError::Database(message.into())))
+            .map_err(HandlerError::BatchedRead)
     }
 
     /// The device's protect periods, read together with those of concurrent polls.
@@ -132,14 +135,14 @@ impl PollingBase {
         self.snapshots
             .protect_state(device)
             .await
-            .map_err(|message| HandlerError::Redis(QueueError::Batch(message.into())))
+            .map_err(HandlerError::BatchedRead)
     }
 }
 
 async fn load_cards(cards: &dyn CardStore, ids: &[CardId]) -> Vec<CardAnswer> {
     match live_cards(cards, ids).await {
         Ok(found) => ids.iter().map(|id| Ok(found.get(id).cloned())).collect(),
-        Err(message) => ids.iter().map(|_| Err(message.clone())).collect(),
+        Err(error) => ids.iter().map(|_| Err(error.clone())).collect(),
     }
 }
 
@@ -147,11 +150,11 @@ async fn load_cards(cards: &dyn CardStore, ids: &[CardId]) -> Vec<CardAnswer> {
 async fn live_cards(
     cards: &dyn CardStore,
     ids: &[CardId],
-) -> Result<HashMap<CardId, Card>, String> {
+) -> Result<HashMap<CardId, Card>, BatchedReadError> {
     let mut unique = ids.to_vec();
     unique.sort_unstable();
     unique.dedup();
-    let rows = cards.get_many(&unique).await.map_err(|e| e.to_string())?;
+    let rows = cards.get_many(&unique).await?;
     Ok(rows
         .into_iter()
         .filter(|card| card.deleted_at.is_none())
@@ -177,7 +180,7 @@ async fn load(
                 }))
             })
             .collect(),
-        Err(message) => ids.iter().map(|_| Err(message.clone())).collect(),
+        Err(error) => ids.iter().map(|_| Err(error.clone())).collect(),
     }
 }
 
@@ -192,7 +195,7 @@ async fn read(
     cards: &dyn CardStore,
     packages: &dyn PackageStore,
     ids: &[CardId],
-) -> Result<Read, String> {
+) -> Result<Read, BatchedReadError> {
     let found = live_cards(cards, ids).await?;
     let mut owners: Vec<PackageOwner> = found
         .values()
@@ -206,10 +209,7 @@ async fn read(
     let covering = if owners.is_empty() {
         HashMap::new()
     } else {
-        packages
-            .usages_of_many(&owners)
-            .await
-            .map_err(|e| e.to_string())?
+        packages.usages_of_many(&owners).await?
     };
     Ok((found, covering))
 }

@@ -4,6 +4,7 @@ mod common;
 
 use common::{CardSpec, PROTECT_SECS, World, assert_score};
 use domain::{CardId, DeviceId, GatewayOutcome, NetworkStatus, PackageOwner, StopReason, TaskType};
+use polling_queue::ProtectState;
 use rust_decimal_macros::dec;
 use std::time::Duration;
 use task_handlers::Outcome;
@@ -117,7 +118,17 @@ async fn period_over_evaluates() {
         .set_stop(bare_device, Duration::from_millis(50))
         .await
         .expect("period");
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    // Wait for both periods to run out.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    for d in [device, bare_device] {
+        while w.protect.protect_state(d).await.expect("state") != ProtectState::default() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the period never ended"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Success);
     assert_eq!(w.handle(TaskType::Protect, bare).await, Outcome::Success);

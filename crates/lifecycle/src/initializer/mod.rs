@@ -289,7 +289,7 @@ impl CardInitializer {
         joined: Result<PageResult, tokio::task::JoinError>,
         totals: &mut Totals,
     ) -> Result<(), LifecycleError> {
-        let (counts, added) = joined.map_err(|e| LifecycleError::Task(e.to_string()))??;
+        let (counts, added) = joined.map_err(LifecycleError::Task)??;
         totals.add(&counts, added);
         progress::page_done(&self.writer, totals).await
     }

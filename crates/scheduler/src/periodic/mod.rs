@@ -9,11 +9,37 @@
 //! is dropped, which rolls back the batch it was in (each batch is its own transaction).
 
 pub use domain::periodic::{BoxError, PeriodicJob};
-use polling_queue::{LeaseToken, SingletonLease};
+use polling_queue::{LeaseToken, QueueError, SingletonLease};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// The lease store the jobs' timing logic talks to: Redis's [`SingletonLease`] in production, an
+/// in-memory one on paused time in the tests.
+#[async_trait::async_trait]
+pub(crate) trait JobLeases: Clone + Send + Sync + 'static {
+    /// The lease of `job` for `ttl`, or `None` while another holder has it.
+    async fn try_acquire(&self, job: &str, ttl: Duration)
+    -> Result<Option<LeaseToken>, QueueError>;
+    /// Restarts the lease's TTL; `false`: it was lost.
+    async fn renew(&self, lease: &LeaseToken) -> Result<bool, QueueError>;
+}
+
+#[async_trait::async_trait]
+impl JobLeases for SingletonLease {
+    async fn try_acquire(
+        &self,
+        job: &str,
+        ttl: Duration,
+    ) -> Result<Option<LeaseToken>, QueueError> {
+        SingletonLease::try_acquire(self, job, ttl).await
+    }
+
+    async fn renew(&self, lease: &LeaseToken) -> Result<bool, QueueError> {
+        SingletonLease::renew(self, lease).await
+    }
+}
 
 /// How a job's lease is sized and renewed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,9 +66,9 @@ impl LeaseTiming {
 
 /// Starts one task per job. Each stops starting runs when `shutdown` is cancelled; a run in
 /// progress finishes (the caller bounds the wait with [`stop_jobs`]).
-pub(crate) fn spawn_jobs(
+pub(crate) fn spawn_jobs<L: JobLeases>(
     jobs: Vec<Box<dyn PeriodicJob>>,
-    leases: &SingletonLease,
+    leases: &L,
     shutdown: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     jobs.into_iter()
@@ -64,7 +90,7 @@ pub(crate) async fn stop_jobs(handles: Vec<JoinHandle<()>>, grace: Duration) {
     }
 }
 
-async fn job_loop(job: Box<dyn PeriodicJob>, leases: SingletonLease, shutdown: CancellationToken) {
+async fn job_loop<L: JobLeases>(job: Box<dyn PeriodicJob>, leases: L, shutdown: CancellationToken) {
     let mut next = Instant::now();
     loop {
         tokio::select! {
@@ -78,7 +104,7 @@ async fn job_loop(job: Box<dyn PeriodicJob>, leases: SingletonLease, shutdown: C
 }
 
 /// Runs the job if this node wins its lease for the period, renewing the lease while it runs.
-pub(crate) async fn run_once(job: &dyn PeriodicJob, leases: &SingletonLease, timing: LeaseTiming) {
+pub(crate) async fn run_once<L: JobLeases>(job: &dyn PeriodicJob, leases: &L, timing: LeaseTiming) {
     let name = job.name();
     let lease = match leases.try_acquire(name, timing.ttl).await {
         Ok(Some(lease)) => lease,
@@ -114,9 +140,9 @@ pub(crate) async fn run_once(job: &dyn PeriodicJob, leases: &SingletonLease, tim
 }
 
 /// The run, with the lease renewed every `renew_every`; `None` if the lease was lost.
-async fn run_holding(
+async fn run_holding<L: JobLeases>(
     job: &dyn PeriodicJob,
-    leases: &SingletonLease,
+    leases: &L,
     lease: &LeaseToken,
     timing: LeaseTiming,
 ) -> Option<Result<(), BoxError>> {
@@ -137,3 +163,6 @@ async fn run_holding(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,13 +1,13 @@
-//! The package jobs of a worker node, each run by the scheduler under a singleton lease (the
-//! admin jobs, usage partitions among them, are in `admin_jobs`).
+//! The package jobs as the scheduler runs them: [`ActivationCheck`] and [`DataReset`], each
+//! once a minute on one node of the cluster under a singleton lease, over [`PackageJobs`].
 
-use scheduler::{BoxError, PeriodicJob};
+use crate::PackageJobs;
+use domain::periodic::{BoxError, PeriodicJob};
 use std::sync::Arc;
 use std::time::Duration;
-use task_handlers::PackageJobs;
 
 /// Package expiry and activation, once a minute on one node.
-pub(crate) struct ActivationCheck(pub(crate) Arc<PackageJobs>);
+pub struct ActivationCheck(pub Arc<PackageJobs>);
 
 #[async_trait::async_trait]
 impl PeriodicJob for ActivationCheck {
@@ -27,7 +27,7 @@ impl PeriodicJob for ActivationCheck {
 }
 
 /// Monthly data reset, checked once a minute on one node.
-pub(crate) struct DataReset(pub(crate) Arc<PackageJobs>);
+pub struct DataReset(pub Arc<PackageJobs>);
 
 #[async_trait::async_trait]
 impl PeriodicJob for DataReset {

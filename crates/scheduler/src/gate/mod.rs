@@ -14,7 +14,7 @@
 //! horizon and otherwise waits, so cards wait in their sorted sets (visible as the due
 //! backlog), oldest due first, instead of being dequeued, refused a slot and parked.
 
-use polling_queue::ConcurrencySemaphore;
+use polling_queue::{ConcurrencySemaphore, QueueError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -57,6 +57,20 @@ pub(crate) async fn budget_room(
     }
 }
 
+/// The free cluster-wide slots the loop asks about: Redis's [`ConcurrencySemaphore`] in
+/// production, a counter on paused time in the tests.
+#[async_trait::async_trait]
+pub(crate) trait SlotRoom: Send + Sync {
+    async fn room(&self, task: TaskType) -> Result<u64, QueueError>;
+}
+
+#[async_trait::async_trait]
+impl SlotRoom for ConcurrencySemaphore {
+    async fn room(&self, task: TaskType) -> Result<u64, QueueError> {
+        ConcurrencySemaphore::room(self, task).await
+    }
+}
+
 const PAUSE_FIRST: Duration = Duration::from_millis(10);
 const PAUSE_MAX: Duration = Duration::from_millis(250);
 
@@ -64,7 +78,7 @@ const PAUSE_MAX: Duration = Duration::from_millis(250);
 /// Answers 0 only on shutdown. A semaphore that cannot be read does not stop polling: the
 /// handlers' own acquire still enforces the limit.
 pub(crate) async fn cluster_room(
-    semaphore: &ConcurrencySemaphore,
+    semaphore: &impl SlotRoom,
     task: TaskType,
     want: usize,
     shutdown: &CancellationToken,
@@ -87,3 +101,6 @@ pub(crate) async fn cluster_room(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,19 +1,43 @@
-//! The periodic queue check: `cmp-worker check` (both passes, whole fleet) run by one node of
-//! the cluster every `CMP_CHECK_INTERVAL_SECS`, its counts exported as gauges. It repairs
-//! nothing (see docs/decisions.md, "The periodic check reports, the operator repairs").
+//! [`QueueCheck`]: the periodic queue check, `cmp-worker check` (both passes, whole fleet) run
+//! by one node of the cluster every `CMP_CHECK_INTERVAL_SECS` as a scheduler job, its counts
+//! exported as gauges. It repairs nothing (see docs/decisions.md, "The periodic check reports,
+//! the operator repairs").
 
-use crate::metrics::{
-    QUEUE_CHECK_CARDS, QUEUE_CHECK_COMPLETED, QUEUE_CHECK_DURATION, QUEUE_CHECK_ENTRIES,
-    QUEUE_CHECK_MEMBERS,
-};
-use lifecycle::{CardInitializer, CheckReport, Kind, QueueChecker};
-use scheduler::{BoxError, PeriodicJob};
+use crate::{CardInitializer, CheckReport, Kind, QueueChecker};
+use domain::periodic::{BoxError, PeriodicJob};
 use std::time::{Duration, Instant};
 
-pub(crate) struct QueueCheck {
-    pub(crate) checker: QueueChecker,
-    pub(crate) initializer: CardInitializer,
-    pub(crate) every: Duration,
+/// `cmp_queue_check_entries{kind}`: queue entries the last periodic check found wrong, per
+/// kind (`missing`, `unscheduled`, `not_live`, `wrong_shard`, as `cmp-worker check` prints
+/// them). Nothing is repaired by the job: `cmp-worker check --repair` does that.
+pub const QUEUE_CHECK_ENTRIES: &str = "cmp_queue_check_entries";
+/// `cmp_queue_check_cards`: polling-enabled cards the last periodic check read.
+pub const QUEUE_CHECK_CARDS: &str = "cmp_queue_check_cards";
+/// `cmp_queue_check_members`: queue members the last periodic check read.
+pub const QUEUE_CHECK_MEMBERS: &str = "cmp_queue_check_members";
+/// `cmp_queue_check_completed_timestamp_seconds`: when the last periodic check ended (unix
+/// seconds); with the interval it tells whether the other gauges are current.
+pub const QUEUE_CHECK_COMPLETED: &str = "cmp_queue_check_completed_timestamp_seconds";
+/// `cmp_queue_check_duration_seconds`: how long the last periodic check took.
+pub const QUEUE_CHECK_DURATION: &str = "cmp_queue_check_duration_seconds";
+
+/// The job `queue_check` (its lease is named after it): the checker (without repair) once
+/// the queues are initialised.
+pub struct QueueCheck {
+    checker: QueueChecker,
+    initializer: CardInitializer,
+    every: Duration,
+}
+
+impl QueueCheck {
+    /// `checker` should be built without `repair`: the job only reports.
+    pub fn new(checker: QueueChecker, initializer: CardInitializer, every: Duration) -> Self {
+        QueueCheck {
+            checker,
+            initializer,
+            every,
+        }
+    }
 }
 
 #[async_trait::async_trait]

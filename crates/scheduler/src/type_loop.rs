@@ -1,0 +1,137 @@
+//! One task type's dispatch loop: manual list first, then every shard in parallel, no more
+//! than the pool, the cluster-wide slots and the carrier budget let start; and the hand-off of
+//! one card to the pool.
+
+use crate::dispatch::Ctx;
+use crate::gate::{BUDGET_PAUSE, budget_room, cluster_room};
+use crate::pools::Pool;
+use crate::shards::{MIN_PER_SHARD, dequeue_shards, shares, take_manual};
+use domain::CardId;
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use task_handlers::{Outcome, TaskHandler};
+use tracing::Instrument;
+
+/// One task type: manual list first, then every shard in parallel, as much as the pool holds.
+pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>) {
+    let task = pool.task;
+    let shards = ctx.queue.settings().shard_count;
+    let mut rotate = 0u32;
+    // Shards asked since a dequeue last found something: the loop sleeps a tick only after a
+    // whole sweep of the shards found nothing.
+    let mut swept = 0u32;
+    // Wait for this much room before dequeuing again while polls are running, so that one
+    // round trip per shard moves a useful number of cards (a round of a few cards over every
+    // shard costs as many round trips as a full one).
+    let chunk = (pool.size / 4).clamp(1, MIN_PER_SHARD);
+    while !ctx.shutdown.is_cancelled() {
+        let free = pool.free();
+        if free == 0 || (free < chunk && pool.in_use() > 0) {
+            // Backpressure: dequeue nothing until polls finish.
+            let want = u32::try_from(chunk).unwrap_or(1);
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                p = pool.permits.clone().acquire_many_owned(want) => drop(p),
+                _ = tokio::time::sleep(ctx.settings.tick) => {}
+            }
+            continue;
+        }
+        let free = match &ctx.semaphore {
+            Some(semaphore) => cluster_room(semaphore, task, free, &ctx.shutdown).await,
+            None => free,
+        };
+        // Under the carrier budget: no more than it lets start; and after such a round a pause,
+        // so that the handlers' reservations show in the budget before it is asked again.
+        let (free, paced) = match &ctx.budget {
+            Some(budget) if free > 0 => {
+                let room = budget_room(budget, task, free, &ctx.shutdown).await;
+                (room, room < free)
+            }
+            _ => (free, false),
+        };
+        if free == 0 {
+            continue;
+        }
+        let mut cards = take_manual(&ctx.queue, task, free).await;
+        metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "manual")
+            .increment(cards.len() as u64);
+        let room = free.saturating_sub(cards.len());
+        if room > 0 {
+            let plan = shares(room, shards, rotate);
+            let asked = plan.len() as u32;
+            rotate = rotate.wrapping_add(asked);
+            let taken = dequeue_shards(&ctx.queue, task, plan, ctx.settings.batch).await;
+            metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "shard")
+                .increment(taken.len() as u64);
+            swept = if taken.is_empty() { swept + asked } else { 0 };
+            cards.extend(taken);
+        }
+        if cards.is_empty() {
+            if swept < shards {
+                continue;
+            }
+            swept = 0;
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(ctx.settings.tick) => {}
+            }
+            continue;
+        }
+        if let Some(budget) = &ctx.budget {
+            budget.dispatched(task, cards.len());
+        }
+        for card in cards {
+            dispatch(&ctx, &pool, &handler, card).await;
+        }
+        if paced {
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(BUDGET_PAUSE) => {}
+            }
+        }
+    }
+}
+
+/// Hands one card to the pool (waiting for room if a manual card overshot it).
+async fn dispatch(ctx: &Arc<Ctx>, pool: &Arc<Pool>, handler: &Arc<dyn TaskHandler>, card: CardId) {
+    let permit = match pool.permits.clone().try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => match pool.permits.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => return, // the semaphore is never closed
+        },
+    };
+    if !pool.start(card) {
+        // Being polled here right now, yet dequeued (or claimed by a manual trigger) again:
+        // its handler has already put it back (due now when the cluster pool or the carrier
+        // budget had no room) and this round leased it anew. Dropping it would leave it leased
+        // until the lease ends; hand it back due now instead, for the next round.
+        let task = pool.task;
+        if let Err(e) = ctx.queue.reschedule(card, task, ctx.clock.now()).await {
+            tracing::warn!(card_id = %card, task = %task, error = %e, "cannot hand back a card polled twice at once; its lease brings it back");
+        }
+        return;
+    }
+    let (ctx, pool, handler) = (ctx.clone(), pool.clone(), handler.clone());
+    let task = pool.task;
+    ctx.tracker.clone().spawn(async move {
+        let _permit = permit;
+        let span = tracing::info_span!("poll", card_id = %card, task = %task);
+        let started = std::time::Instant::now();
+        let outcome = match AssertUnwindSafe(handler.handle(card).instrument(span)).catch_unwind().await {
+            Ok(o) => o,
+            Err(_) => {
+                tracing::error!(card_id = %card, task = %task, "handler panicked; card rescheduled at the retry interval");
+                let at = ctx.clock.now() + chrono::Duration::from_std(ctx.settings.retry_interval).unwrap_or_default();
+                if let Err(e) = ctx.queue.reschedule(card, task, at).await {
+                    tracing::error!(card_id = %card, task = %task, error = %e, "reschedule after panic failed; the lease brings the card back");
+                }
+                Outcome::Failure
+            }
+        };
+        pool.metrics.handled(outcome).increment(1);
+        pool.metrics.duration.record(started.elapsed().as_secs_f64());
+        pool.finish(card);
+    });
+}

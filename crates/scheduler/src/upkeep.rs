@@ -1,0 +1,68 @@
+//! What a run does beside the type loops: the gauges while it runs, and the drain of the
+//! running polls at shutdown.
+
+use crate::ShutdownReport;
+use crate::dispatch::Ctx;
+use crate::pools::Pool;
+use domain::CardId;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The gauges, until shutdown (periodic jobs run in their own tasks).
+pub(crate) async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
+    let mut next_backlog = tokio::time::Instant::now();
+    let tick = ctx.settings.tick.min(Duration::from_secs(1));
+    loop {
+        let now = tokio::time::Instant::now();
+        for pool in pools {
+            metrics::gauge!("cmp_pool_in_use", "task" => pool.task.as_str())
+                .set(pool.in_use() as f64);
+        }
+        if now >= next_backlog {
+            next_backlog = now + ctx.settings.backlog_every;
+            for pool in pools {
+                match ctx.queue.get_due_backlog(pool.task).await {
+                    Ok(n) => metrics::gauge!("cmp_due_backlog", "task" => pool.task.as_str())
+                        .set(n as f64),
+                    Err(e) => {
+                        tracing::warn!(task = %pool.task, error = %e, "due backlog unavailable")
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(tick) => {}
+        }
+    }
+}
+
+/// After the loops stopped: wait for running polls, then hand back what is left.
+pub(crate) async fn drain(ctx: &Ctx, pools: &[Arc<Pool>]) -> ShutdownReport {
+    ctx.tracker.close();
+    let drained = tokio::time::timeout(ctx.settings.shutdown_grace, ctx.tracker.wait())
+        .await
+        .is_ok();
+    let mut rescheduled = 0;
+    if !drained {
+        let now = ctx.clock.now();
+        for pool in pools {
+            let left: Vec<(CardId, chrono::DateTime<chrono::Utc>)> =
+                pool.in_flight().into_iter().map(|c| (c, now)).collect();
+            if left.is_empty() {
+                continue;
+            }
+            match ctx.queue.reschedule_many(pool.task, &left).await {
+                Ok(_) => rescheduled += left.len(),
+                Err(e) => {
+                    tracing::error!(task = %pool.task, cards = left.len(), error = %e, "could not hand cards back; their lease brings them back")
+                }
+            }
+        }
+    }
+    tracing::info!(drained, rescheduled, "scheduler stopped");
+    ShutdownReport {
+        drained,
+        rescheduled,
+    }
+}
