@@ -3,7 +3,7 @@
 //! from those same phrases. A client (the dashboard) renders the phrases in its own language
 //! and time zone; the English texts stay for API users.
 
-use crate::explain::{Explanation, PackageEvidence};
+use super::{Explanation, PackageEvidence};
 use chrono::{DateTime, SecondsFormat, Utc};
 use domain::{NetworkStatus, PackageOwner, StopReason};
 use serde::{Deserialize, Serialize};

@@ -5,8 +5,8 @@
 //! row per table (`running`, then `completed` or `failed` with the error); the rows already
 //! deleted stay deleted, the rest are untouched.
 
+use super::cleanup::{CleanupService, RUN_LEASE, RunStarted, USAGE_DEFAULT_PARTITION, USAGE_TABLE};
 use crate::AdminError;
-use crate::cleanup::{CleanupService, RUN_LEASE, RunStarted, USAGE_DEFAULT_PARTITION, USAGE_TABLE};
 use domain::CleanupConfig;
 use domain::store::Page;
 use polling_queue::LeaseToken;

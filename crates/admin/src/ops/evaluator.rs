@@ -4,9 +4,9 @@
 //! cool-down; a rule that no longer holds resolves its open firing (`resolved_at`, a webhook).
 //! Webhooks are spawned, so the pass never waits for a receiver.
 
+use super::alert_metrics::MetricReader;
+use super::webhook::{AlertState, WebhookBody, WebhookNotifier};
 use crate::AdminError;
-use crate::alert_metrics::MetricReader;
-use crate::webhook::{AlertState, WebhookBody, WebhookNotifier};
 use domain::store::AlertStore;
 use domain::{AlertRule, AlertRuleId, Clock};
 use std::sync::Arc;

@@ -5,8 +5,9 @@
 //! when each task type polls it next (the shard scores), its last state changes, and a list of
 //! the conditions that would change the decision, ending in one sentence an operator can read.
 
+pub(crate) mod text;
+
 use crate::error::StoreResultExt;
-use crate::explain_text::{ExplainPhrases, english, phrases, summary};
 use crate::{Admin, AdminError};
 use chrono::{DateTime, TimeZone, Utc};
 use domain::store::Page;
@@ -15,6 +16,7 @@ use domain::{
     TaskType,
 };
 use serde::{Deserialize, Serialize};
+use text::{ExplainPhrases, english, phrases, summary};
 use utoipa::ToSchema;
 
 /// One package of the card's owner, as the decision sees it.
