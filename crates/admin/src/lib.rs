@@ -58,7 +58,7 @@ pub use assets::usage_month::{MAX_HOURS, MonthUsage};
 pub use configs::dry_run::{DryRun, DryRunBody};
 pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
 pub use context::{Admin, AdminParts, AdminStores};
-pub use error::{AdminError, FieldError};
+pub use error::{AdminError, Chain, FieldError};
 pub use explain::text::{ExplainPhrases, Phrase, PhraseCode};
 pub use explain::{
     DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,

@@ -60,7 +60,7 @@ impl Admin {
                 evaluation
             }
             Err(e) => {
-                tracing::warn!(card_id = %card, error = %e, "re-evaluation failed; the next poll decides");
+                tracing::warn!(card_id = %card, error = %crate::Chain(&e), "re-evaluation failed; the next poll decides");
                 Evaluation {
                     card_id: card,
                     action: "failed".to_owned(),
