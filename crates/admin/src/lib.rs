@@ -16,15 +16,18 @@
 //!   usage, and [`Evaluation`], the stop/resume decision their writes answer with;
 //! * `configs/`: polling configs and which config a card matches (`mod.rs`), and the dry run of
 //!   a config before it is saved (`dry_run.rs`), which runs that same matching;
-//! * `explain/`: the explain page (`mod.rs`) and its phrases (`text.rs`);
+//! * `explain/`: the explain page — the facts and the phrases said of them (`mod.rs`), and
+//!   the phrase vocabulary with its English rendering (`text.rs`), which knows nothing of the
+//!   facts;
 //! * `carriers/`: carriers as configuration and their connection test (`mod.rs`), their request
 //!   bodies and answers (`body.rs`);
 //! * `ops/`: running the platform, services built from their own dependencies rather than
 //!   [`Admin`] because the worker runs some of them — monitoring and the metrics history, the
 //!   gateway counts they read, concurrency, alert rules with their evaluator and webhooks, data
-//!   cleanup.
+//!   cleanup, and the periodic jobs of these services that the worker registers (`jobs.rs`).
 //!
-//! The `ops` services keep their public paths (`admin::monitoring`, `admin::alerts`, ...).
+//! The `ops` services keep their public paths (`admin::monitoring`, `admin::alerts`, ...,
+//! `admin::jobs`).
 
 mod assets;
 mod audit;
@@ -36,8 +39,8 @@ mod explain;
 mod ops;
 
 pub use ops::{
-    alert_metrics, alerts, cleanup, concurrency, evaluator, gateway_counts, history, monitoring,
-    webhook,
+    alert_metrics, alerts, cleanup, concurrency, evaluator, gateway_counts, history, jobs,
+    monitoring, webhook,
 };
 
 pub use assets::cards::{

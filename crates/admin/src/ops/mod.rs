@@ -1,7 +1,8 @@
 //! Running the platform: monitoring and the metrics history, the per-minute gateway counts they
 //! read, cluster-wide concurrency, alert rules with their evaluator and webhooks, and data
 //! cleanup. These services are plain structs built from their own dependencies (not [`Admin`](crate::Admin)),
-//! because the worker runs some of them as periodic jobs.
+//! because the worker runs some of them as periodic jobs; those jobs are built here too
+//! (`jobs.rs`), and the worker only registers them.
 
 pub mod alert_metrics;
 pub mod alerts;
@@ -11,5 +12,6 @@ pub mod concurrency;
 pub mod evaluator;
 pub mod gateway_counts;
 pub mod history;
+pub mod jobs;
 pub mod monitoring;
 pub mod webhook;

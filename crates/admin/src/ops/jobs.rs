@@ -1,45 +1,60 @@
-//! The periodic jobs of the admin services (issue 14), each under its singleton lease through
-//! the scheduler: alert evaluation (30 s), the metrics history sample (1 min), data cleanup
-//! (daily; the run itself goes on in the background under its own lease), and the usage
-//! partitions created ahead (every 6 h).
+//! The periodic jobs of the ops services (issue 14), built here beside the services they run;
+//! the worker only registers them with its scheduler, which runs each under its singleton
+//! lease: alert evaluation (30 s), the metrics history sample (1 min), data cleanup (daily; the
+//! run itself goes on in the background under its own lease), and the usage partitions created
+//! ahead (every 6 h).
 
-use crate::components::Components;
-use admin::alert_metrics::MetricReader;
-use admin::cleanup::CleanupService;
-use admin::evaluator::{AlertEvaluator, EVALUATE_EVERY};
-use admin::history::HistoryService;
-use admin::webhook::{WebhookNotifier, WebhookSettings};
-use anyhow::Context;
-use polling_queue::RecentCounters;
-use scheduler::{BoxError, PeriodicJob};
+use super::alert_metrics::MetricReader;
+use super::cleanup::CleanupService;
+use super::evaluator::{AlertEvaluator, EVALUATE_EVERY};
+use super::history::HistoryService;
+use super::webhook::{WebhookError, WebhookNotifier, WebhookSettings};
+use crate::AdminError;
+use domain::Clock;
+use domain::periodic::{BoxError, PeriodicJob};
+use domain::store::{AlertStore, CleanupStore, MetricsHistoryStore, MonitoringStore};
+use lifecycle::CardInitializer;
+use polling_queue::{PollingQueueManager, RecentCounters, SingletonLease};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Months of usage partitions kept created ahead of the current one.
 const PARTITION_MONTHS_AHEAD: u32 = 3;
 
-/// The four jobs, ready for `Scheduler::with_job`.
-pub(crate) fn jobs(c: &Components) -> anyhow::Result<Vec<Box<dyn PeriodicJob>>> {
-    let recent = RecentCounters::new(c.redis.clone(), c.keys.clone());
+/// What the periodic jobs are built from.
+pub struct JobParts {
+    pub monitoring: Arc<dyn MonitoringStore>,
+    pub alerts: Arc<dyn AlertStore>,
+    pub metrics_history: Arc<dyn MetricsHistoryStore>,
+    pub cleanup: Arc<dyn CleanupStore>,
+    pub queue: PollingQueueManager,
+    /// The per-minute counters the alert metrics and the history read.
+    pub recent: RecentCounters,
+    pub initializer: CardInitializer,
+    pub leases: SingletonLease,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The four jobs, ready for the scheduler's `with_job`. Fails only if the webhook client cannot
+/// be built.
+pub fn periodic_jobs(p: JobParts) -> Result<Vec<Box<dyn PeriodicJob>>, WebhookError> {
     let metrics = MetricReader::new(
-        c.stores.monitoring.clone(),
-        c.queue.clone(),
-        recent.clone(),
-        c.initializer.clone(),
-        c.clock.clone(),
+        p.monitoring.clone(),
+        p.queue.clone(),
+        p.recent.clone(),
+        p.initializer,
+        p.clock.clone(),
     );
-    let notifier = WebhookNotifier::new(c.stores.alerts.clone(), WebhookSettings::default())
-        .map_err(anyhow::Error::msg)
-        .context("build the alert webhook client")?;
-    let evaluator =
-        AlertEvaluator::new(c.stores.alerts.clone(), metrics, notifier, c.clock.clone());
+    let notifier = WebhookNotifier::new(p.alerts.clone(), WebhookSettings::default())?;
+    let evaluator = AlertEvaluator::new(p.alerts, metrics, notifier, p.clock.clone());
     let history = HistoryService::new(
-        c.stores.metrics_history.clone(),
-        c.stores.monitoring.clone(),
-        c.queue.clone(),
-        recent,
-        c.clock.clone(),
+        p.metrics_history,
+        p.monitoring,
+        p.queue,
+        p.recent,
+        p.clock.clone(),
     );
-    let cleanup = CleanupService::new(c.stores.cleanup.clone(), c.leases.clone(), c.clock.clone());
+    let cleanup = CleanupService::new(p.cleanup, p.leases, p.clock);
     Ok(vec![
         Box::new(AlertEvaluation(evaluator)),
         Box::new(HistorySample(history)),
@@ -103,7 +118,7 @@ impl PeriodicJob for DataCleanup {
                 tracing::info!(run_id = started.run_id, "data cleanup run started");
                 Ok(())
             }
-            Err(admin::AdminError::Conflict { .. }) => {
+            Err(AdminError::Conflict { .. }) => {
                 tracing::info!("a data cleanup run is already going on");
                 Ok(())
             }
