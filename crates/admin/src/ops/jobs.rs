@@ -9,7 +9,7 @@ use super::cleanup::CleanupService;
 use super::evaluator::{AlertEvaluator, EVALUATE_EVERY};
 use super::history::HistoryService;
 use super::webhook::{WebhookError, WebhookNotifier, WebhookSettings};
-use crate::AdminError;
+use crate::{AdminError, Chain};
 use domain::Clock;
 use domain::periodic::{BoxError, PeriodicJob};
 use domain::store::{AlertStore, CleanupStore, MetricsHistoryStore, MonitoringStore};
@@ -63,6 +63,23 @@ pub fn periodic_jobs(p: JobParts) -> Result<Vec<Box<dyn PeriodicJob>>, WebhookEr
     ])
 }
 
+/// An admin error as a job's failure. The scheduler logs a failure's own text, so that text
+/// is the whole chain ([`Chain`]); the error stays inside, for whoever downcasts.
+#[derive(Debug)]
+struct Failed(AdminError);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&Chain(&self.0), f)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+fn failed(e: AdminError) -> BoxError {
+    Box::new(Failed(e))
+}
+
 struct AlertEvaluation(AlertEvaluator);
 
 #[async_trait::async_trait]
@@ -74,7 +91,7 @@ impl PeriodicJob for AlertEvaluation {
         EVALUATE_EVERY
     }
     async fn run(&self) -> Result<(), BoxError> {
-        let report = self.0.evaluate().await?;
+        let report = self.0.evaluate().await.map_err(failed)?;
         if !report.fired.is_empty() || !report.resolved.is_empty() {
             tracing::info!(
                 fired = report.fired.len(),
@@ -98,7 +115,7 @@ impl PeriodicJob for HistorySample {
         Duration::from_secs(60)
     }
     async fn run(&self) -> Result<(), BoxError> {
-        self.0.sample().await.map(|_| ()).map_err(Into::into)
+        self.0.sample().await.map(|_| ()).map_err(failed)
     }
 }
 
@@ -122,7 +139,7 @@ impl PeriodicJob for DataCleanup {
                 tracing::info!("a data cleanup run is already going on");
                 Ok(())
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(failed(e)),
         }
     }
 }
@@ -138,7 +155,11 @@ impl PeriodicJob for UsagePartitions {
         Duration::from_secs(6 * 3600)
     }
     async fn run(&self) -> Result<(), BoxError> {
-        let created = self.0.ensure_partitions(PARTITION_MONTHS_AHEAD).await?;
+        let created = self
+            .0
+            .ensure_partitions(PARTITION_MONTHS_AHEAD)
+            .await
+            .map_err(failed)?;
         if created > 0 {
             tracing::info!(created, "usage partitions created ahead");
         }
