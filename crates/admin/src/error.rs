@@ -40,21 +40,21 @@ pub enum AdminError {
     /// The stop/resume service failed other than at the carrier or the database (Redis).
     #[error("stop/resume")]
     StopResume(#[source] StopResumeError),
-    /// The polling lifecycle failed other than at the database.
-    #[error("lifecycle")]
-    Lifecycle(#[source] LifecycleError),
+    /// Not one shard of the task type's queue could be read.
+    #[error("no shard of {task} could be read")]
+    ShardsUnreadable { task: TaskType },
     /// Redis (queues, counters, leases, semaphores) failed.
     #[error("queue")]
     Queue(#[source] QueueError),
-    /// Reloading or publishing the polling configs failed.
-    #[error("polling configs")]
-    Configs(#[source] ConfigError),
-    /// Not one shard of the task type's queue could be read.
-    #[error("no shard of {0} could be read")]
-    ShardsUnreadable(TaskType),
+    /// The polling lifecycle failed other than at the database.
+    #[error("lifecycle")]
+    Lifecycle(#[source] LifecycleError),
     /// A run lost the singleton lease it runs under, and stopped.
     #[error("lost the {0} lease; stopping")]
     LeaseLost(&'static str),
+    /// Reloading or publishing the polling configs failed.
+    #[error("polling configs")]
+    Configs(#[source] ConfigError),
 }
 
 impl AdminError {

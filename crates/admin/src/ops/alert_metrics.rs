@@ -62,7 +62,7 @@ impl MetricReader {
                 for task in tasks {
                     let s = self.queue.queue_summary(task).await;
                     if s.missing_shards.len() as u32 == self.queue.settings().shard_count {
-                        return Err(AdminError::ShardsUnreadable(task));
+                        return Err(AdminError::ShardsUnreadable { task });
                     }
                     sum += if r.metric == AlertMetric::QueueDepth {
                         s.depth

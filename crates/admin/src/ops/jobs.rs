@@ -21,40 +21,47 @@ use std::time::Duration;
 /// Months of usage partitions kept created ahead of the current one.
 const PARTITION_MONTHS_AHEAD: u32 = 3;
 
-/// What the periodic jobs are built from.
-pub struct JobParts {
+/// The stores the periodic jobs read and write.
+pub struct JobStores {
+    /// Read by the alert metrics and the history sample (state log, fleet counts).
     pub monitoring: Arc<dyn MonitoringStore>,
+    /// The rules evaluated and their firings.
     pub alerts: Arc<dyn AlertStore>,
+    /// Where the history sample writes.
     pub metrics_history: Arc<dyn MetricsHistoryStore>,
+    /// The cleanup configs, logs and deletions, and the usage partitions.
     pub cleanup: Arc<dyn CleanupStore>,
-    pub queue: PollingQueueManager,
-    /// The per-minute counters the alert metrics and the history read.
-    pub recent: RecentCounters,
-    pub initializer: CardInitializer,
-    pub leases: SingletonLease,
-    pub clock: Arc<dyn Clock>,
 }
 
-/// The four jobs, ready for the scheduler's `with_job`. Fails only if the webhook client cannot
+/// The four jobs, ready for the scheduler's `with_job`, from the stores, the shard queues, the
+/// per-minute counters, the initializer (its progress, for the initializer-failed alert), the
+/// leases (the data cleanup run's own) and the clock. Fails only if the webhook client cannot
 /// be built.
-pub fn periodic_jobs(p: JobParts) -> Result<Vec<Box<dyn PeriodicJob>>, WebhookError> {
+pub fn periodic_jobs(
+    stores: JobStores,
+    queue: PollingQueueManager,
+    recent: RecentCounters,
+    initializer: CardInitializer,
+    leases: SingletonLease,
+    clock: Arc<dyn Clock>,
+) -> Result<Vec<Box<dyn PeriodicJob>>, WebhookError> {
     let metrics = MetricReader::new(
-        p.monitoring.clone(),
-        p.queue.clone(),
-        p.recent.clone(),
-        p.initializer,
-        p.clock.clone(),
+        stores.monitoring.clone(),
+        queue.clone(),
+        recent.clone(),
+        initializer,
+        clock.clone(),
     );
-    let notifier = WebhookNotifier::new(p.alerts.clone(), WebhookSettings::default())?;
-    let evaluator = AlertEvaluator::new(p.alerts, metrics, notifier, p.clock.clone());
+    let notifier = WebhookNotifier::new(stores.alerts.clone(), WebhookSettings::default())?;
+    let evaluator = AlertEvaluator::new(stores.alerts, metrics, notifier, clock.clone());
     let history = HistoryService::new(
-        p.metrics_history,
-        p.monitoring,
-        p.queue,
-        p.recent,
-        p.clock.clone(),
+        stores.metrics_history,
+        stores.monitoring,
+        queue,
+        recent,
+        clock.clone(),
     );
-    let cleanup = CleanupService::new(p.cleanup, p.leases, p.clock);
+    let cleanup = CleanupService::new(stores.cleanup, leases, clock);
     Ok(vec![
         Box::new(AlertEvaluation(evaluator)),
         Box::new(HistorySample(history)),
