@@ -1,8 +1,8 @@
 //! The one place where errors become HTTP answers: RFC 9457 `application/problem+json` with
 //! `type`, `title`, `status`, `detail` and, for validation, `errors[]`.
 //!
-//! A 5xx is logged here with its cause and answered with a generic text: internal messages
-//! never reach the client.
+//! A 5xx is logged here with its cause (an [`AdminError`] with its whole chain of sources) and
+//! answered with a generic text: internal messages never reach the client.
 
 use admin::{AdminError, FieldError};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -142,7 +142,7 @@ fn problem_of(e: AdminError) -> Problem {
             format!("{what} is being changed by another request; try again"),
         ),
         AdminError::Gateway(why) => {
-            tracing::warn!(error = %why, "carrier gateway refused an operator action");
+            tracing::warn!(error = %admin::Chain(&why), "carrier gateway refused an operator action");
             Problem::new(
                 StatusCode::BAD_GATEWAY,
                 "gateway",
@@ -160,7 +160,7 @@ fn problem_of(e: AdminError) -> Problem {
         AdminError::Store(domain::StoreError::NotFound { entity, id }) => {
             problem_of(AdminError::NotFound(format!("{entity} {id}")))
         }
-        other => internal(&other),
+        other => internal(&admin::Chain(&other)),
     }
 }
 

@@ -1,7 +1,6 @@
 //! `cmp-worker`: the worker node. `main` only parses the command, loads the settings and
 //! wires the parts together; the parts live in the library crates.
 
-mod admin_jobs;
 mod budget;
 mod carriers;
 mod check;

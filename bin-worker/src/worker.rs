@@ -111,9 +111,22 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     .with_budget(Arc::new(GatewayBudget(http)))
     .with_job(Box::new(ActivationCheck(jobs.clone())))
     .with_job(Box::new(DataReset(jobs)));
-    let scheduler = crate::admin_jobs::jobs(&c)?
-        .into_iter()
-        .fold(scheduler, |s, job| s.with_job(job));
+    let scheduler = admin::jobs::periodic_jobs(
+        admin::jobs::JobStores {
+            monitoring: c.stores.monitoring.clone(),
+            alerts: c.stores.alerts.clone(),
+            metrics_history: c.stores.metrics_history.clone(),
+            cleanup: c.stores.cleanup.clone(),
+        },
+        c.queue.clone(),
+        polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
+        c.initializer.clone(),
+        c.leases.clone(),
+        c.clock.clone(),
+    )
+    .context("build the alert webhook client")?
+    .into_iter()
+    .fold(scheduler, |s, job| s.with_job(job));
     let scheduler = if c.settings.check_interval.is_zero() {
         scheduler
     } else {

@@ -1,6 +1,13 @@
 //! The one error type of the admin services. `cmp-api` maps each variant to an HTTP answer.
+//!
+//! A failure of a dependency keeps its cause as [`source`](std::error::Error::source): the
+//! variant's own text names the step only, and [`Chain`] renders the whole chain for a log
+//! line or a report. The API's answer of such a failure is generic (it never shows the chain).
 
-use domain::StoreError;
+use domain::{StoreError, TaskType};
+use lifecycle::LifecycleError;
+use polling_config::ConfigError;
+use polling_queue::QueueError;
 use stop_resume::StopResumeError;
 
 /// Why an admin operation was refused or failed.
@@ -19,19 +26,35 @@ pub enum AdminError {
     /// The card is being evaluated by someone else right now; try again.
     #[error("{0} is busy; try again")]
     Busy(String),
-    /// The carrier refused or failed; nothing was changed.
-    #[error("carrier gateway: {0}")]
-    Gateway(String),
+    /// The carrier refused or failed; nothing was changed. The source is the stop or start
+    /// that failed (`Gateway`, `UnexpectedStatus` or `CallCutOff`), with the carrier's error.
+    #[error("carrier gateway")]
+    Gateway(#[source] StopResumeError),
     /// The carrier does not know the card's ICCID: the platform's data and the carrier's
     /// disagree, retrying will not help.
     #[error("{0} is unknown to the carrier")]
     UnknownToCarrier(String),
     /// The database failed.
-    #[error("store: {0}")]
+    #[error("store")]
     Store(#[from] StoreError),
-    /// Redis or another dependency failed.
-    #[error("{0}")]
-    Internal(String),
+    /// The stop/resume service failed other than at the carrier or the database (Redis).
+    #[error("stop/resume")]
+    StopResume(#[source] StopResumeError),
+    /// Not one shard of the task type's queue could be read.
+    #[error("no shard of {task} could be read")]
+    ShardsUnreadable { task: TaskType },
+    /// Redis (queues, counters, leases, semaphores) failed.
+    #[error("queue")]
+    Queue(#[source] QueueError),
+    /// The polling lifecycle failed other than at the database.
+    #[error("lifecycle")]
+    Lifecycle(#[source] LifecycleError),
+    /// A run lost the singleton lease it runs under, and stopped.
+    #[error("lost the {0} lease; stopping")]
+    LeaseLost(&'static str),
+    /// Reloading or publishing the polling configs failed.
+    #[error("polling configs")]
+    Configs(#[source] ConfigError),
 }
 
 impl AdminError {
@@ -63,31 +86,58 @@ impl From<StopResumeError> for AdminError {
             } => AdminError::UnknownToCarrier(format!("card {card_id}")),
             e @ (StopResumeError::Gateway { .. }
             | StopResumeError::UnexpectedStatus { .. }
-            | StopResumeError::CallCutOff { .. }) => AdminError::Gateway(e.to_string()),
+            | StopResumeError::CallCutOff { .. }) => AdminError::Gateway(e),
             StopResumeError::Store(s) => AdminError::from_store(s),
-            other => AdminError::Internal(other.to_string()),
+            other => AdminError::StopResume(other),
         }
     }
 }
 
-impl From<lifecycle::LifecycleError> for AdminError {
-    fn from(e: lifecycle::LifecycleError) -> Self {
+impl From<LifecycleError> for AdminError {
+    fn from(e: LifecycleError) -> Self {
         match e {
-            lifecycle::LifecycleError::Store(s) => AdminError::from_store(s),
-            other => AdminError::Internal(format!("lifecycle: {other}")),
+            LifecycleError::Store(s) => AdminError::from_store(s),
+            other => AdminError::Lifecycle(other),
         }
     }
 }
 
-impl From<polling_queue::QueueError> for AdminError {
-    fn from(e: polling_queue::QueueError) -> Self {
-        AdminError::Internal(format!("queue: {e}"))
+impl From<QueueError> for AdminError {
+    fn from(e: QueueError) -> Self {
+        AdminError::Queue(e)
     }
 }
 
-impl From<polling_config::ConfigError> for AdminError {
-    fn from(e: polling_config::ConfigError) -> Self {
-        AdminError::Internal(format!("polling configs: {e}"))
+impl From<ConfigError> for AdminError {
+    fn from(e: ConfigError) -> Self {
+        AdminError::Configs(e)
+    }
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, for logs and reports. A cause
+/// whose text already ends what is written (an error that prints its source itself) is not
+/// repeated.
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            let next = c.to_string();
+            if !text.ends_with(&next) {
+                text.push_str(": ");
+                text.push_str(&next);
+            }
+            cause = c.source();
+        }
+        f.write_str(&text)
+    }
+}
+
+impl std::fmt::Debug for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }
 

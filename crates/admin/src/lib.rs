@@ -7,63 +7,64 @@
 //! never depends on the scheduler or the task handlers. The bodies it takes and the answers it
 //! gives derive `utoipa::ToSchema`, so that the API documents exactly what the services read.
 //!
-//! * [`Admin`] (`context.rs`): every dependency, built once by the binary;
-//! * polling configs (`configs.rs`, `dry_run.rs`), cards (`cards.rs`, `import.rs`), devices
-//!   (`devices.rs`), packages (`packages.rs`), manual trigger (`manual.rs`), asset polling
-//!   control (`polling_control.rs`), the explain page (`explain.rs`, its phrases in
-//!   `explain_text.rs`), a card's month of usage (`usage_month.rs`), the audit of writes
-//!   (`audit.rs`), carriers as configuration and their connection test (`carriers.rs`).
+//! Folders by area, each the one owner of its part of the API:
+//!
+//! * the crate root: [`Admin`] (`context.rs`, every dependency, built once by the binary),
+//!   [`AdminError`] (`error.rs`) and the audit of writes (`audit.rs`), shared by every area;
+//! * `assets/`: what an operator manages through [`Admin`] — cards (`cards.rs`, bulk import in
+//!   `import.rs`), devices, packages, manual triggers, asset polling control, a card's month of
+//!   usage, and [`Evaluation`], the stop/resume decision their writes answer with;
+//! * `configs/`: polling configs and which config a card matches (`mod.rs`), and the dry run of
+//!   a config before it is saved (`dry_run.rs`), which runs that same matching;
+//! * `explain/`: the explain page — the facts and the phrases said of them (`mod.rs`), and
+//!   the phrase vocabulary with its English rendering (`text.rs`), which knows nothing of the
+//!   facts;
+//! * `carriers/`: carriers as configuration and their connection test (`mod.rs`), their request
+//!   bodies and answers (`body.rs`);
+//! * `ops/`: running the platform, services built from their own dependencies rather than
+//!   [`Admin`] because the worker runs some of them — monitoring and the metrics history, the
+//!   gateway counts they read, concurrency, alert rules with their evaluator and webhooks, data
+//!   cleanup, and the periodic jobs of these services that the worker registers (`jobs.rs`).
+//!
+//! The `ops` services keep their public paths (`admin::monitoring`, `admin::alerts`, ...,
+//! `admin::jobs`).
 
-pub mod alert_metrics;
-pub mod alerts;
+mod assets;
 mod audit;
-mod cards;
-mod carrier_body;
 pub mod carriers;
-pub mod cleanup;
-mod cleanup_run;
-pub mod concurrency;
 mod configs;
 mod context;
-mod devices;
-mod dry_run;
 mod error;
-mod evaluation;
-pub mod evaluator;
 mod explain;
-mod explain_text;
-pub mod gateway_counts;
-pub mod history;
-mod import;
-mod manual;
-pub mod monitoring;
-mod packages;
-mod polling_control;
-mod usage_month;
-pub mod webhook;
+mod ops;
 
-pub use cards::{
+pub use ops::{
+    alert_metrics, alerts, cleanup, concurrency, evaluator, gateway_counts, history, jobs,
+    monitoring, webhook,
+};
+
+pub use assets::cards::{
     CardAction, CardBody, CardStatusBody, iccid_prefix_problem, iccid_problem, msisdn_problem,
 };
-pub use cleanup_run::{RunReport, TableReport};
-pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
-pub use context::{Admin, AdminParts, AdminStores};
-pub use devices::{
+pub use assets::devices::{
     BindBody, BindOutcome, DeviceBody, DeviceCardResult, DeviceSwitchReport, DeviceView,
 };
-pub use dry_run::{DryRun, DryRunBody};
-pub use error::{AdminError, FieldError};
-pub use evaluation::{Evaluation, EvaluationAction};
+pub use assets::evaluation::{Evaluation, EvaluationAction};
+pub use assets::import::{ImportBody, ImportReport, MAX_IMPORT};
+pub use assets::manual::{
+    CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
+    TriggerCancel, TriggerReport, TriggerSingle,
+};
+pub use assets::packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
+pub use assets::polling_control::{AssetType, PollingStatusBody, PollingStatusReport};
+pub use assets::usage_month::{MAX_HOURS, MonthUsage};
+pub use configs::dry_run::{DryRun, DryRunBody};
+pub use configs::{ConditionCheck, ConfigBody, ConfigCandidate, ConfigMatch, MAX_INTERVAL_SECS};
+pub use context::{Admin, AdminParts, AdminStores};
+pub use error::{AdminError, Chain, FieldError};
+pub use explain::text::{ExplainPhrases, Phrase, PhraseCode};
 pub use explain::{
     DecisionNow, Explanation, MatchedConfigView, NextDue, PackageEvidence, ProtectEvidence,
     RealNameEvidence,
 };
-pub use explain_text::{ExplainPhrases, Phrase, PhraseCode};
-pub use import::{ImportBody, ImportReport, MAX_IMPORT};
-pub use manual::{
-    CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
-    TriggerCancel, TriggerReport, TriggerSingle,
-};
-pub use packages::{PackageBody, PackageUsageBody, PackageUsageOutcome};
-pub use polling_control::{AssetType, PollingStatusBody, PollingStatusReport};
-pub use usage_month::{MAX_HOURS, MonthUsage};
+pub use ops::cleanup_run::{RunReport, TableReport};

@@ -109,8 +109,7 @@ impl World {
     }
 
     pub fn evaluator(&self, settings: WebhookSettings) -> anyhow::Result<AlertEvaluator> {
-        let notifier = WebhookNotifier::new(self.stores.alerts.clone(), settings)
-            .map_err(anyhow::Error::msg)?;
+        let notifier = WebhookNotifier::new(self.stores.alerts.clone(), settings)?;
         Ok(AlertEvaluator::new(
             self.stores.alerts.clone(),
             self.metric_reader(),

@@ -139,6 +139,25 @@ pub fn verify(secret: &str, body: &[u8], signature: &str) -> bool {
     mac.verify_slice(&bytes).is_ok()
 }
 
+/// Why the notifier could not be built or a delivery failed. A delivery's text (its `Display`,
+/// the transport's own words) is what the history row's `notify_error` records.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WebhookError {
+    /// The HTTP client could not be built.
+    #[error("webhook client")]
+    Client(#[source] reqwest::Error),
+    /// The body could not be encoded.
+    #[error(transparent)]
+    Encode(serde_json::Error),
+    /// The request got no answer (connection refused, timeout, ...).
+    #[error(transparent)]
+    Send(reqwest::Error),
+    /// The receiver answered, but not with a 2xx.
+    #[error("receiver answered {0}")]
+    Status(reqwest::StatusCode),
+}
+
 /// Sends webhooks in the background.
 #[derive(Clone)]
 pub struct WebhookNotifier {
@@ -148,12 +167,15 @@ pub struct WebhookNotifier {
 }
 
 impl WebhookNotifier {
-    pub fn new(store: Arc<dyn AlertStore>, settings: WebhookSettings) -> Result<Self, String> {
+    pub fn new(
+        store: Arc<dyn AlertStore>,
+        settings: WebhookSettings,
+    ) -> Result<Self, WebhookError> {
         let client = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
             .build()
-            .map_err(|e| format!("webhook client: {e}"))?;
+            .map_err(WebhookError::Client)?;
         Ok(Self {
             client,
             store,
@@ -178,8 +200,8 @@ impl WebhookNotifier {
             let (delivered, error) = match outcome {
                 Ok(()) => (true, None),
                 Err(e) => {
-                    tracing::warn!(rule = %body.rule_id, url, error = %e, "alert webhook gave up");
-                    (false, Some(e))
+                    tracing::warn!(rule = %body.rule_id, url, error = %crate::Chain(&e), "alert webhook gave up");
+                    (false, Some(e.to_string()))
                 }
             };
             metrics::counter!("cmp_alert_webhooks_total", "outcome" => if delivered { "delivered" } else { "failed" })
@@ -195,8 +217,13 @@ impl WebhookNotifier {
     }
 
     /// POSTs until a 2xx, retrying with back-off; the last error when every try failed.
-    pub async fn deliver(&self, url: &str, secret: &str, body: &WebhookBody) -> Result<(), String> {
-        let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+    pub async fn deliver(
+        &self,
+        url: &str,
+        secret: &str,
+        body: &WebhookBody,
+    ) -> Result<(), WebhookError> {
+        let bytes = serde_json::to_vec(body).map_err(WebhookError::Encode)?;
         let signature = sign(secret, &bytes);
         let attempt = || async {
             let res = self
@@ -207,11 +234,11 @@ impl WebhookNotifier {
                 .body(bytes.clone())
                 .send()
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(WebhookError::Send)?;
             if res.status().is_success() {
                 Ok(())
             } else {
-                Err(format!("receiver answered {}", res.status()))
+                Err(WebhookError::Status(res.status()))
             }
         };
         let backoff = ExponentialBuilder::default()
@@ -222,8 +249,8 @@ impl WebhookNotifier {
         attempt
             .retry(backoff)
             .sleep(tokio::time::sleep)
-            .notify(|e: &String, after: Duration| {
-                tracing::debug!(url, error = %e, retry_in_ms = after.as_millis() as u64, "alert webhook failed; retrying");
+            .notify(|e: &WebhookError, after: Duration| {
+                tracing::debug!(url, error = %crate::Chain(e), retry_in_ms = after.as_millis() as u64, "alert webhook failed; retrying");
             })
             .await
     }

@@ -4,9 +4,9 @@
 //! cool-down; a rule that no longer holds resolves its open firing (`resolved_at`, a webhook).
 //! Webhooks are spawned, so the pass never waits for a receiver.
 
-use crate::AdminError;
-use crate::alert_metrics::MetricReader;
-use crate::webhook::{AlertState, WebhookBody, WebhookNotifier};
+use super::alert_metrics::MetricReader;
+use super::webhook::{AlertState, WebhookBody, WebhookNotifier};
+use crate::{AdminError, Chain};
 use domain::store::AlertStore;
 use domain::{AlertRule, AlertRuleId, Clock};
 use std::sync::Arc;
@@ -62,8 +62,8 @@ impl AlertEvaluator {
         for rule in self.store.enabled_rules().await? {
             report.evaluated += 1;
             if let Err(e) = self.evaluate_rule(&rule, &mut report).await {
-                tracing::warn!(rule = %rule.id, metric = %rule.rule.metric, error = %e, "alert rule not evaluated");
-                report.errors.push((rule.id, e.to_string()));
+                tracing::warn!(rule = %rule.id, metric = %rule.rule.metric, error = %Chain(&e), "alert rule not evaluated");
+                report.errors.push((rule.id, Chain(&e).to_string()));
             }
         }
         report.firing = self.store.open_firings().await?.len();

@@ -5,7 +5,7 @@
 //! groups, weighted by their counts: exact for the match itself, at the cost of one scan of the
 //! card table (docs/decisions.md).
 
-use crate::configs::ConfigBody;
+use super::ConfigBody;
 use crate::error::StoreResultExt;
 use crate::{Admin, AdminError};
 use chrono::Utc;

@@ -7,9 +7,11 @@
 //! value: answers name the fields set (`credential_fields`), errors name the field, and the
 //! test's message has every credential value of the account replaced by `***`.
 
+mod body;
+
 use crate::AdminError;
-use crate::carrier_body::{credentials_of, validate};
 use crate::error::StoreResultExt;
+use body::{credentials_of, validate};
 use domain::store::{CarrierStore, Page, Paged};
 use domain::{CarrierAccount, CarrierAccountInput, CarrierHealth, CarrierId, Clock, Credentials};
 use gateway::carriers::{AdapterContext, build_adapter};
@@ -19,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::carrier_body::{
+pub use body::{
     CarrierBody, CarrierStatusBody, CarrierView, ConnectionTest, MAX_CREDENTIAL_LEN, NewCarrierBody,
 };
 

@@ -3,7 +3,7 @@
 //! not exist); any bad row refuses the whole import with one error per field, pointing at the
 //! row (`/cards/17/iccid`), so that nothing is half-imported.
 
-use crate::cards::CardBody;
+use super::cards::CardBody;
 use crate::error::{Checks, StoreResultExt};
 use crate::{Admin, AdminError, FieldError};
 use domain::{CardId, DeviceId, NewCard};

@@ -5,8 +5,8 @@
 //! row per table (`running`, then `completed` or `failed` with the error); the rows already
 //! deleted stay deleted, the rest are untouched.
 
-use crate::AdminError;
-use crate::cleanup::{CleanupService, RUN_LEASE, RunStarted, USAGE_DEFAULT_PARTITION, USAGE_TABLE};
+use super::cleanup::{CleanupService, RUN_LEASE, RunStarted, USAGE_DEFAULT_PARTITION, USAGE_TABLE};
+use crate::{AdminError, Chain};
 use domain::CleanupConfig;
 use domain::store::Page;
 use polling_queue::LeaseToken;
@@ -55,7 +55,7 @@ impl CleanupService {
                     tables = report.tables.len(),
                     "data cleanup run done"
                 ),
-                Err(e) => tracing::warn!(run_id, error = %e, "data cleanup run failed"),
+                Err(e) => tracing::warn!(run_id, error = %Chain(&e), "data cleanup run failed"),
             }
             let _ = this.leases.release(lease).await;
         });
@@ -75,7 +75,7 @@ impl CleanupService {
         self.leases
             .try_acquire(RUN_LEASE, RUN_LEASE_TTL)
             .await
-            .map_err(|e| AdminError::Internal(e.to_string()))?
+            .map_err(AdminError::Queue)?
             .ok_or_else(|| AdminError::Conflict {
                 field: "a data cleanup run".into(),
             })
@@ -122,7 +122,7 @@ impl CleanupService {
                 ..TableReport::default()
             };
             let outcome = self.clean_table(&config, lease, log.id, &mut t).await;
-            let error = outcome.err().map(|e| e.to_string());
+            let error = outcome.err().map(|e| Chain(&e).to_string());
             self.store
                 .finish_log(
                     log.id,
@@ -179,15 +179,9 @@ impl CleanupService {
             self.store
                 .set_progress(log_id, i64::try_from(t.rows_deleted).unwrap_or(i64::MAX))
                 .await?;
-            let held = self
-                .leases
-                .renew(lease)
-                .await
-                .map_err(|e| AdminError::Internal(e.to_string()))?;
+            let held = self.leases.renew(lease).await.map_err(AdminError::Queue)?;
             if !held {
-                return Err(AdminError::Internal(
-                    "lost the data cleanup lease; stopping".into(),
-                ));
+                return Err(AdminError::LeaseLost("data cleanup"));
             }
         }
     }

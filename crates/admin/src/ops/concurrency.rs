@@ -60,10 +60,6 @@ pub struct ConcurrencyService {
     default_max: [u32; 4],
 }
 
-fn internal(e: impl std::fmt::Display) -> AdminError {
-    AdminError::Internal(e.to_string())
-}
-
 impl ConcurrencyService {
     /// `default_max` must be what the semaphore was built with ([`default_max`]).
     pub fn new(semaphore: ConcurrencySemaphore, default_max: [u32; 4]) -> Self {
@@ -85,8 +81,8 @@ impl ConcurrencyService {
         let (current, max) = tokio::join!(self.semaphore.current(task), self.semaphore.max(task));
         Ok(ConcurrencyView {
             task_type: task,
-            current: current.map_err(internal)?,
-            max: max.map_err(internal)?,
+            current: current.map_err(AdminError::Queue)?,
+            max: max.map_err(AdminError::Queue)?,
             default_max: self.default_max[task.index()],
         })
     }
@@ -106,7 +102,10 @@ impl ConcurrencyService {
                     format!("must be between 1 and {MAX_CONCURRENCY}"),
                 )])
             })?;
-        self.semaphore.set_max(task, max).await.map_err(internal)?;
+        self.semaphore
+            .set_max(task, max)
+            .await
+            .map_err(AdminError::Queue)?;
         self.get(task).await
     }
 
@@ -121,12 +120,15 @@ impl ConcurrencyService {
             .clone()
             .unwrap_or_else(|| TaskType::ALL.to_vec());
         for task in &tasks {
-            self.semaphore.reset(*task).await.map_err(internal)?;
+            self.semaphore
+                .reset(*task)
+                .await
+                .map_err(AdminError::Queue)?;
             if input.clear_max {
                 self.semaphore
                     .set_max(*task, self.default_max[task.index()])
                     .await
-                    .map_err(internal)?;
+                    .map_err(AdminError::Queue)?;
             }
         }
         let mut out = Vec::new();

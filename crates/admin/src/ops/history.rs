@@ -67,10 +67,6 @@ pub struct HistoryService {
     clock: Arc<dyn Clock>,
 }
 
-fn internal(e: impl std::fmt::Display) -> AdminError {
-    AdminError::Internal(e.to_string())
-}
-
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -105,7 +101,7 @@ impl HistoryService {
                 .recent
                 .task_minutes(task, this_minute, 1)
                 .await
-                .map_err(internal)?;
+                .map_err(AdminError::Queue)?;
             let c = counts.first().map(|(_, c)| *c).unwrap_or_default();
             let q = self.queue.queue_summary(task).await;
             let point = MetricsPoint {
@@ -126,7 +122,7 @@ impl HistoryService {
             .recent
             .gateway_minutes(this_minute, 1)
             .await
-            .map_err(internal)?;
+            .map_err(AdminError::Queue)?;
         let g = gateway.first().map(|(_, g)| *g).unwrap_or_default();
         let stops = self.monitoring.stops_between(minute, this_minute).await?;
         let fleet = MetricsPoint {

@@ -20,10 +20,6 @@ pub struct MetricReader {
     pub(crate) clock: Arc<dyn Clock>,
 }
 
-fn internal(e: impl std::fmt::Display) -> AdminError {
-    AdminError::Internal(e.to_string())
-}
-
 fn ratio(part: u64, whole: u64) -> Decimal {
     if whole == 0 {
         return Decimal::ZERO;
@@ -66,9 +62,7 @@ impl MetricReader {
                 for task in tasks {
                     let s = self.queue.queue_summary(task).await;
                     if s.missing_shards.len() as u32 == self.queue.settings().shard_count {
-                        return Err(AdminError::Internal(format!(
-                            "no shard of {task} could be read"
-                        )));
+                        return Err(AdminError::ShardsUnreadable { task });
                     }
                     sum += if r.metric == AlertMetric::QueueDepth {
                         s.depth
@@ -90,7 +84,7 @@ impl MetricReader {
                         .recent
                         .task_minutes(task, now, minutes)
                         .await
-                        .map_err(internal)?
+                        .map_err(AdminError::Queue)?
                     {
                         polls += c.polls();
                         failures += c.failure;
@@ -104,7 +98,7 @@ impl MetricReader {
                     .recent
                     .gateway_minutes(now, minutes)
                     .await
-                    .map_err(internal)?
+                    .map_err(AdminError::Queue)?
                 {
                     calls += c.calls();
                     hits += if r.metric == AlertMetric::GatewayErrorRate {
@@ -132,7 +126,7 @@ impl MetricReader {
                     .initializer
                     .progress()
                     .await
-                    .map_err(internal)?
+                    .map_err(AdminError::Lifecycle)?
                     .and_then(|p| p.status)
                     == Some(InitStatus::Failed);
                 Decimal::from(u8::from(failed))

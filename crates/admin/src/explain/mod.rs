@@ -4,17 +4,23 @@
 //! no lock, no action), with the facts it was taken from; then the config the card matches,
 //! when each task type polls it next (the shard scores), its last state changes, and a list of
 //! the conditions that would change the decision, ending in one sentence an operator can read.
+//!
+//! This file reads the facts and states them as phrases (`phrases`); `text.rs` holds the
+//! phrase vocabulary and its English rendering and knows nothing of the facts (it uses nothing
+//! from here).
+
+pub(crate) mod text;
 
 use crate::error::StoreResultExt;
-use crate::explain_text::{ExplainPhrases, english, phrases, summary};
 use crate::{Admin, AdminError};
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use domain::store::Page;
 use domain::{
-    Card, CardStateLog, Intervals, PackageOwner, PackageStatus, PollingConfigId, StopReason,
-    TaskType,
+    Card, CardStateLog, Intervals, NetworkStatus, PackageOwner, PackageStatus, PollingConfigId,
+    StopReason, TaskType,
 };
 use serde::{Deserialize, Serialize};
+use text::{ExplainPhrases, Phrase, PhraseCode, english, summary};
 use utoipa::ToSchema;
 
 /// One package of the card's owner, as the decision sees it.
@@ -234,5 +240,106 @@ impl Admin {
         out.would_change = out.phrases.would_change.iter().map(english).collect();
         out.summary = summary(&out.phrases);
         Ok(out)
+    }
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn valid(e: &Explanation) -> impl Iterator<Item = &PackageEvidence> {
+    e.packages.iter().filter(|p| p.valid)
+}
+
+fn used(code: PhraseCode, p: &PackageEvidence) -> Phrase {
+    let phrase = Phrase::new(code)
+        .with("package", p.id)
+        .with("used_mb", p.used_mb);
+    match p.limit_mb {
+        Some(l) => phrase.with("limit_mb", l),
+        None => phrase,
+    }
+}
+
+fn change_phrases(e: &Explanation) -> Vec<Phrase> {
+    use PhraseCode as C;
+    let mut out = Vec::new();
+    if let Some(ttl) = e.protect.stop_ttl_secs {
+        out.push(Phrase::new(C::ChangeStopProtect).with("secs", ttl));
+    }
+    if let Some(ttl) = e.protect.start_ttl_secs {
+        out.push(Phrase::new(C::ChangeStartProtect).with("secs", ttl));
+    }
+    if e.decision.manual_stop {
+        out.push(Phrase::new(C::ChangeManualStop));
+    }
+    match e.decision.holding_reason {
+        Some(StopReason::NotRealname) => out.push(Phrase::new(C::ChangeRealnameLifts)),
+        Some(StopReason::NoPackage) => {
+            out.push(Phrase::new(C::ChangePackageLiftsNoPackage).with_owner(e.package_owner));
+        }
+        Some(StopReason::TrafficExhausted) => {
+            let p = Phrase::new(C::ChangePackageLiftsTraffic).with_owner(e.package_owner);
+            out.push(match valid(e).filter_map(|p| p.next_reset_at).min() {
+                Some(reset) => p.with("reset_at", rfc3339(reset)),
+                None => p,
+            });
+        }
+        _ => {
+            if !e.real_name.satisfied {
+                out.push(Phrase::new(C::ChangeRealnameRequired));
+            } else if !e.real_name.industry_exemption {
+                out.push(Phrase::new(C::ChangeLosingRealname));
+            }
+            if let Some(end) = valid(e).filter_map(|p| p.expires_at).max() {
+                out.push(Phrase::new(C::ChangeLastPackageExpires).with("at", rfc3339(end)));
+            }
+            for p in valid(e).filter(|p| p.limit_mb.is_some()) {
+                out.push(used(C::ChangePackageLimit, p));
+            }
+        }
+    }
+    if e.config.is_none() {
+        out.push(Phrase::new(C::ChangeNoConfig));
+    }
+    out
+}
+
+/// The phrases of an explanation (every field but `phrases`, `summary` and `would_change`
+/// filled in).
+fn phrases(e: &Explanation) -> ExplainPhrases {
+    use PhraseCode as C;
+    let d = &e.decision;
+    let state = match (d.network_status, d.stop_reason) {
+        (NetworkStatus::Online, _) => Phrase::new(C::StateOnline),
+        (NetworkStatus::Stopped, Some(r)) => Phrase::new(C::StateStopped).with("reason", r),
+        (NetworkStatus::Stopped, None) => Phrase::new(C::StateStopped),
+    };
+    let evidence = match d.holding_reason {
+        Some(StopReason::NotRealname) => vec![Phrase::new(C::EvidenceNotRealname)],
+        Some(StopReason::NoPackage) => {
+            vec![Phrase::new(C::EvidenceNoPackage).with_owner(e.package_owner)]
+        }
+        Some(StopReason::TrafficExhausted) => {
+            valid(e).map(|p| used(C::EvidencePackageUsed, p)).collect()
+        }
+        _ => vec![Phrase::new(C::EvidenceSatisfied).with("valid_packages", valid(e).count())],
+    };
+    let reason = d.reason.clone().unwrap_or_default();
+    let next = match d.action.as_str() {
+        "stop" => Phrase::new(C::NextStop).with("reason", reason),
+        "start" => Phrase::new(C::NextStart),
+        "change_reason" => Phrase::new(C::NextChangeReason).with("reason", reason),
+        _ => match d.reason.as_deref() {
+            Some("protect_period") => Phrase::new(C::NextProtectPeriod),
+            Some("manual_stop") => Phrase::new(C::NextManualStop),
+            _ => Phrase::new(C::NextNothing),
+        },
+    };
+    ExplainPhrases {
+        state,
+        evidence,
+        next,
+        would_change: change_phrases(e),
     }
 }

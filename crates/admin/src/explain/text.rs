@@ -2,10 +2,12 @@
 //! code and its parameters — and rendered into the English `summary` and `would_change` texts
 //! from those same phrases. A client (the dashboard) renders the phrases in its own language
 //! and time zone; the English texts stay for API users.
+//!
+//! Which phrases an explanation says is decided from its facts in `mod.rs`; this file only
+//! knows the vocabulary and renders it.
 
-use crate::explain::{Explanation, PackageEvidence};
-use chrono::{DateTime, SecondsFormat, Utc};
-use domain::{NetworkStatus, PackageOwner, StopReason};
+use chrono::{DateTime, Utc};
+use domain::PackageOwner;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
@@ -74,19 +76,19 @@ pub struct Phrase {
 }
 
 impl Phrase {
-    fn new(code: PhraseCode) -> Self {
+    pub(crate) fn new(code: PhraseCode) -> Self {
         Phrase {
             code,
             params: BTreeMap::new(),
         }
     }
 
-    fn with(mut self, key: &str, value: impl ToString) -> Self {
+    pub(crate) fn with(mut self, key: &str, value: impl ToString) -> Self {
         self.params.insert(key.to_owned(), value.to_string());
         self
     }
 
-    fn with_owner(self, o: PackageOwner) -> Self {
+    pub(crate) fn with_owner(self, o: PackageOwner) -> Self {
         match o {
             PackageOwner::Card(c) => self.with("owner_kind", "card").with("owner_id", c),
             PackageOwner::Device(d) => self.with("owner_kind", "device").with("owner_id", d),
@@ -107,107 +109,6 @@ pub struct ExplainPhrases {
     pub next: Phrase,
     /// Item for item the `would_change` texts.
     pub would_change: Vec<Phrase>,
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-fn valid(e: &Explanation) -> impl Iterator<Item = &PackageEvidence> {
-    e.packages.iter().filter(|p| p.valid)
-}
-
-fn used(code: PhraseCode, p: &PackageEvidence) -> Phrase {
-    let phrase = Phrase::new(code)
-        .with("package", p.id)
-        .with("used_mb", p.used_mb);
-    match p.limit_mb {
-        Some(l) => phrase.with("limit_mb", l),
-        None => phrase,
-    }
-}
-
-fn change_phrases(e: &Explanation) -> Vec<Phrase> {
-    use PhraseCode as C;
-    let mut out = Vec::new();
-    if let Some(ttl) = e.protect.stop_ttl_secs {
-        out.push(Phrase::new(C::ChangeStopProtect).with("secs", ttl));
-    }
-    if let Some(ttl) = e.protect.start_ttl_secs {
-        out.push(Phrase::new(C::ChangeStartProtect).with("secs", ttl));
-    }
-    if e.decision.manual_stop {
-        out.push(Phrase::new(C::ChangeManualStop));
-    }
-    match e.decision.holding_reason {
-        Some(StopReason::NotRealname) => out.push(Phrase::new(C::ChangeRealnameLifts)),
-        Some(StopReason::NoPackage) => {
-            out.push(Phrase::new(C::ChangePackageLiftsNoPackage).with_owner(e.package_owner));
-        }
-        Some(StopReason::TrafficExhausted) => {
-            let p = Phrase::new(C::ChangePackageLiftsTraffic).with_owner(e.package_owner);
-            out.push(match valid(e).filter_map(|p| p.next_reset_at).min() {
-                Some(reset) => p.with("reset_at", rfc3339(reset)),
-                None => p,
-            });
-        }
-        _ => {
-            if !e.real_name.satisfied {
-                out.push(Phrase::new(C::ChangeRealnameRequired));
-            } else if !e.real_name.industry_exemption {
-                out.push(Phrase::new(C::ChangeLosingRealname));
-            }
-            if let Some(end) = valid(e).filter_map(|p| p.expires_at).max() {
-                out.push(Phrase::new(C::ChangeLastPackageExpires).with("at", rfc3339(end)));
-            }
-            for p in valid(e).filter(|p| p.limit_mb.is_some()) {
-                out.push(used(C::ChangePackageLimit, p));
-            }
-        }
-    }
-    if e.config.is_none() {
-        out.push(Phrase::new(C::ChangeNoConfig));
-    }
-    out
-}
-
-/// The phrases of an explanation (every field but `phrases`, `summary` and `would_change`
-/// filled in).
-pub(crate) fn phrases(e: &Explanation) -> ExplainPhrases {
-    use PhraseCode as C;
-    let d = &e.decision;
-    let state = match (d.network_status, d.stop_reason) {
-        (NetworkStatus::Online, _) => Phrase::new(C::StateOnline),
-        (NetworkStatus::Stopped, Some(r)) => Phrase::new(C::StateStopped).with("reason", r),
-        (NetworkStatus::Stopped, None) => Phrase::new(C::StateStopped),
-    };
-    let evidence = match d.holding_reason {
-        Some(StopReason::NotRealname) => vec![Phrase::new(C::EvidenceNotRealname)],
-        Some(StopReason::NoPackage) => {
-            vec![Phrase::new(C::EvidenceNoPackage).with_owner(e.package_owner)]
-        }
-        Some(StopReason::TrafficExhausted) => {
-            valid(e).map(|p| used(C::EvidencePackageUsed, p)).collect()
-        }
-        _ => vec![Phrase::new(C::EvidenceSatisfied).with("valid_packages", valid(e).count())],
-    };
-    let reason = d.reason.clone().unwrap_or_default();
-    let next = match d.action.as_str() {
-        "stop" => Phrase::new(C::NextStop).with("reason", reason),
-        "start" => Phrase::new(C::NextStart),
-        "change_reason" => Phrase::new(C::NextChangeReason).with("reason", reason),
-        _ => match d.reason.as_deref() {
-            Some("protect_period") => Phrase::new(C::NextProtectPeriod),
-            Some("manual_stop") => Phrase::new(C::NextManualStop),
-            _ => Phrase::new(C::NextNothing),
-        },
-    };
-    ExplainPhrases {
-        state,
-        evidence,
-        next,
-        would_change: change_phrases(e),
-    }
 }
 
 fn owner(p: &Phrase) -> String {

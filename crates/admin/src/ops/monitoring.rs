@@ -150,10 +150,6 @@ pub struct MonitoringService {
     pub(crate) clock: Arc<dyn Clock>,
 }
 
-fn internal(e: impl std::fmt::Display) -> AdminError {
-    AdminError::Internal(e.to_string())
-}
-
 impl MonitoringService {
     pub fn new(
         store: Arc<dyn MonitoringStore>,
@@ -207,7 +203,7 @@ impl MonitoringService {
             self.queue.queue_summary(task),
             self.recent.task_minutes(task, now, RATE_WINDOW_MINUTES)
         );
-        let minutes = minutes.map_err(internal)?;
+        let minutes = minutes.map_err(AdminError::Queue)?;
         let (polls, failures) = minutes.iter().fold((0u64, 0u64), |(p, f), (_, c)| {
             (p + c.polls(), f + c.failure)
         });
@@ -247,7 +243,10 @@ impl MonitoringService {
         for task in TaskType::ALL {
             let (stats, histogram) =
                 tokio::join!(self.counters.read(task), self.recent.histogram(task));
-            let (stats, histogram) = (stats.map_err(internal)?, histogram.map_err(internal)?);
+            let (stats, histogram) = (
+                stats.map_err(AdminError::Queue)?,
+                histogram.map_err(AdminError::Queue)?,
+            );
             out.push(TaskRunStats {
                 task_type: task,
                 success: stats.success,
@@ -262,7 +261,12 @@ impl MonitoringService {
 
     /// `GET /polling-stats/init-progress`.
     pub async fn init_progress(&self) -> Result<InitProgressView, AdminError> {
-        let Some(p) = self.initializer.progress().await.map_err(internal)? else {
+        let Some(p) = self
+            .initializer
+            .progress()
+            .await
+            .map_err(AdminError::Lifecycle)?
+        else {
             return Ok(InitProgressView {
                 status: "never_run".into(),
                 ..InitProgressView::default()

@@ -73,7 +73,7 @@ impl Admin {
             // The stop/resume service aligned the card's queues with what it wrote.
             Ok(decision) => Evaluation::of(&decision),
             Err(e) => {
-                tracing::warn!(card_id = %card, error = %e, "re-evaluation failed; the next poll decides");
+                tracing::warn!(card_id = %card, error = %crate::Chain(&e), "re-evaluation failed; the next poll decides");
                 Evaluation {
                     card_id: card,
                     action: EvaluationAction::Failed,

@@ -4,6 +4,8 @@
 //! `polling:configs:changed`, which every other process (the workers' reconciliation included)
 //! reacts to within a second.
 
+pub(crate) mod dry_run;
+
 use crate::error::{Checks, StoreResultExt};
 use crate::{Admin, AdminError};
 use domain::store::{Page, Paged};
