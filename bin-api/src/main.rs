@@ -13,6 +13,7 @@ mod openapi;
 mod ops_state;
 mod pagination;
 mod routes;
+mod state;
 #[cfg(test)]
 mod tests;
 mod ui;

@@ -1,9 +1,9 @@
 //! Alert rules (6): CRUD and the history. The evaluator runs in the worker.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use admin::alerts::CreatedRule;
 use axum::Json;
 use axum::extract::State;

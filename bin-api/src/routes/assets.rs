@@ -1,8 +1,8 @@
 //! Asset polling control (1), packages, package usages.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
 use admin::{
     AssetType, PackageBody, PackageUsageBody, PackageUsageOutcome, PollingStatusBody,
     PollingStatusReport,

@@ -1,10 +1,10 @@
 //! Cards: create, import, list, get, delete, status, operator stop/start, state log, explain,
 //! the month's usage.
 
-use crate::app::AppState;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use admin::{
     CardAction, CardBody, CardStatusBody, Explanation, FieldError, ImportBody, ImportReport,
     MonthUsage, iccid_prefix_problem, msisdn_problem,

@@ -2,10 +2,10 @@
 //! it, and a connection test. Credentials are write-only: no answer carries a value, and the
 //! audit row of a write names the credential fields only (`crate::audit`).
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use admin::carriers::{
     CarrierBody, CarrierStatusBody, CarrierView, ConnectionTest, NewCarrierBody,
 };

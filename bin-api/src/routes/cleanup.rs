@@ -1,9 +1,9 @@
 //! Data cleanup (9): configs per table, preview, run, logs, progress.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use admin::cleanup::{PreviewRow, RunStarted};
 use axum::Json;
 use axum::extract::State;

@@ -1,9 +1,9 @@
 //! Concurrency (4): the cluster-wide semaphore per task type. A new max applies on every node
 //! at its next acquire (one Redis key); every change is in the audit log (the guard).
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
 use admin::AdminError;
 use admin::concurrency::{ConcurrencyView, ResetConcurrency, SetConcurrency};
 use axum::Json;

@@ -1,9 +1,9 @@
 //! Polling configs (7 of the seed, plus the dry run).
 
-use crate::app::AppState;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use admin::{ConfigBody, ConfigMatch, DryRun, DryRunBody};
 use axum::Json;
 use axum::extract::State;

@@ -1,8 +1,8 @@
 //! Devices: create, get, delete, bind/unbind, stop/start with protect periods.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
 use admin::{BindBody, BindOutcome, DeviceBody, DeviceSwitchReport, DeviceView};
 use axum::Json;
 use axum::extract::State;

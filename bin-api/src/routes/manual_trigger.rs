@@ -1,10 +1,10 @@
 //! Manual trigger (6).
 
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use admin::{
     CancelReport, ManualListLen, TriggerBatch, TriggerByFilter, TriggerCancel, TriggerReport,
     TriggerSingle,

@@ -1,9 +1,9 @@
 //! Monitoring (4 of the seed) and, beyond it, the metrics history the dashboard charts. Each
 //! answer costs O(shards) Redis calls and no scan of the card table.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
+use crate::state::AppState;
 use admin::AdminError;
 use admin::history::{HistoryRange, Series};
 use admin::monitoring::{InitProgressView, PollingStats, TaskQueues, TaskRunStats};
