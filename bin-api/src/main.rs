@@ -4,11 +4,13 @@
 mod app;
 mod audit;
 mod auth;
+mod body;
 mod components;
 mod error;
 mod extract;
 mod guard;
 mod keys;
+mod mirror;
 mod openapi;
 mod ops_state;
 mod pagination;
@@ -17,6 +19,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 mod ui;
+mod view;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};

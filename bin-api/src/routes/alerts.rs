@@ -2,9 +2,10 @@
 
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
 use crate::state::AppState;
-use admin::alerts::CreatedRule;
+use crate::view::CreatedRule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -44,7 +45,7 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<CreatedRule>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.ops.alerts.create(body).await?),
+        Json(mirror(state.ops.alerts.create(body).await?)),
     ))
 }
 
