@@ -4,14 +4,12 @@ use crate::Admin;
 use domain::CardId;
 use serde::{Deserialize, Serialize};
 use stop_resume::{Action, Decision, Trigger};
-use utoipa::ToSchema;
 
 /// The outcome of a decision, or why none could be taken.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evaluation {
     pub card_id: CardId,
     /// `stopped`, `started`, `reason_changed`, `nothing`, or `failed`.
-    #[schema(example = "stopped")]
     pub action: String,
     /// The stop reason set, or why nothing was done (`protect_period`, `manual_stop`, ...).
     pub reason: Option<String>,

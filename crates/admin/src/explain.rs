@@ -15,20 +15,17 @@ use domain::{
     TaskType,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// One package of the card's owner, as the decision sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageEvidence {
     pub id: i64,
     pub status: PackageStatus,
     /// Active and inside its window now.
     pub valid: bool,
     /// Virtual megabytes used (decimal string).
-    #[schema(value_type = String)]
     pub used_mb: rust_decimal::Decimal,
     /// `null`: unlimited.
-    #[schema(value_type = Option<String>)]
     pub limit_mb: Option<rust_decimal::Decimal>,
     pub exhausted: bool,
     pub activated_at: Option<DateTime<Utc>>,
@@ -38,7 +35,7 @@ pub struct PackageEvidence {
 }
 
 /// Real-name and the industry exemption.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RealNameEvidence {
     pub real_name_status: domain::RealNameStatus,
     pub card_category: domain::CardCategory,
@@ -48,7 +45,7 @@ pub struct RealNameEvidence {
 }
 
 /// The device's protect periods.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProtectEvidence {
     pub device_id: Option<i64>,
     /// Seconds left of the stop period; `null`: none.
@@ -57,7 +54,7 @@ pub struct ProtectEvidence {
 }
 
 /// The decision now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionNow {
     /// `stop`, `start`, `change_reason` or `nothing`: what `evaluate_and_act` would do now.
     pub action: String,
@@ -72,7 +69,7 @@ pub struct DecisionNow {
 }
 
 /// The config the card matches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedConfigView {
     pub id: PollingConfigId,
     pub name: String,
@@ -81,7 +78,7 @@ pub struct MatchedConfigView {
 }
 
 /// When a task type polls the card next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextDue {
     pub task_type: TaskType,
     /// Whether the matched config schedules this type.
@@ -93,7 +90,7 @@ pub struct NextDue {
 }
 
 /// The whole answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     pub card: Card,
     pub decision: DecisionNow,
