@@ -1,18 +1,15 @@
-//! [`AppState`] and the router: `/api/admin/*` behind the guard, the OpenAPI document and its
+//! The router: `/api/admin/*` behind the guard, the OpenAPI document and its
 //! docs page, the dashboard (`/`, `/ui/*`), the health endpoints; every error answered as problem+json.
 
-use crate::auth::Authenticator;
 use crate::error::{PROBLEM_JSON, Problem};
 use crate::guard::{PREFIX, guard};
+use crate::state::AppState;
 use crate::{openapi, routes, ui};
-use admin::Admin;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use domain::store::AdminAuditStore;
-use std::sync::Arc;
 use std::time::Duration;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -23,18 +20,6 @@ use utoipa_swagger_ui::SwaggerUi;
 /// cards on a busy machine (docs/decisions.md), far below any load balancer's idle timeout
 /// worth having.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// What every handler gets. Cheap to clone.
-#[derive(Clone)]
-pub(crate) struct AppState {
-    pub(crate) admin: Admin,
-    pub(crate) auth: Authenticator,
-    pub(crate) audit: Arc<dyn AdminAuditStore>,
-    /// Monitoring, concurrency, alerts, cleanup, history (issue 14).
-    pub(crate) ops: crate::ops_state::OpsServices,
-    /// Operators' stops and starts go to the card's carrier's adapter (`tb_carrier`).
-    pub(crate) carriers: Arc<gateway::carriers::CarrierRouter>,
-}
 
 /// The admin routes and their OpenAPI document.
 pub(crate) fn admin_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {

@@ -1,8 +1,8 @@
 //! The composition root of an API replica: the admin services over the stores, Redis and
 //! the carrier gateway, built once from the settings.
 
-use crate::app::AppState;
 use crate::auth::Authenticator;
+use crate::state::AppState;
 use admin::{Admin, AdminParts, AdminStores};
 use anyhow::Context;
 use domain::{Clock, SystemClock};

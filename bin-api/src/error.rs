@@ -4,7 +4,9 @@
 //! A 5xx is logged here with its cause (an [`AdminError`] with its whole chain of sources) and
 //! answered with a generic text: internal messages never reach the client.
 
-use admin::{AdminError, FieldError};
+use crate::mirror::mirror;
+use crate::view::FieldError;
+use admin::AdminError;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -40,7 +42,8 @@ impl Problem {
         }
     }
 
-    pub(crate) fn validation(errors: Vec<FieldError>) -> Self {
+    pub(crate) fn validation(errors: Vec<admin::FieldError>) -> Self {
+        let errors: Vec<FieldError> = mirror(errors);
         let n = errors.len();
         let detail = match n {
             1 => "1 field is invalid".to_owned(),
@@ -133,7 +136,10 @@ fn problem_of(e: AdminError) -> Problem {
                 "conflict",
                 format!("{field} already exists"),
             );
-            p.errors = vec![FieldError::new(format!("/{field}"), "already exists")];
+            p.errors = mirror(vec![admin::FieldError::new(
+                format!("/{field}"),
+                "already exists",
+            )]);
             p
         }
         AdminError::Busy(what) => Problem::new(

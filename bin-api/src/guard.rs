@@ -1,10 +1,10 @@
 //! The middleware in front of every `/api/admin` route: authenticate, authorise, bound the
 //! body, run the handler, and record every write (refused ones too) in `tb_admin_audit_log`.
 
-use crate::app::AppState;
 use crate::audit;
 use crate::auth::{Caller, Refusal, allowed};
 use crate::error::{Problem, internal};
+use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, StatusCode};

@@ -4,18 +4,22 @@
 mod app;
 mod audit;
 mod auth;
+mod body;
 mod components;
 mod error;
 mod extract;
 mod guard;
 mod keys;
+mod mirror;
 mod openapi;
 mod ops_state;
 mod pagination;
 mod routes;
+mod state;
 #[cfg(test)]
 mod tests;
 mod ui;
+mod view;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};

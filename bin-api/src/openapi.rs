@@ -20,7 +20,7 @@ use utoipa::{OpenApi as _, PartialSchema};
             status, bind/unbind and import; `admin` keys may do everything. Errors are \
             `application/problem+json` (RFC 9457).",
     ),
-    components(schemas(Problem, admin::history::HistoryRange)),
+    components(schemas(Problem, crate::view::HistoryRange)),
     tags(
         (name = "polling-configs", description = "Which cards are polled for what, how often"),
         (name = "manual-trigger", description = "Poll cards now"),
@@ -155,7 +155,7 @@ fn add_errors(op: &mut Operation, write: bool, has_path_params: bool) {
 
 /// The document as served at `/api/openapi.json`, pretty-printed (`cmp-api openapi`).
 pub(crate) fn document_json() -> anyhow::Result<String> {
-    let router: utoipa_axum::router::OpenApiRouter<crate::app::AppState> =
+    let router: utoipa_axum::router::OpenApiRouter<crate::state::AppState> =
         utoipa_axum::router::OpenApiRouter::with_openapi(base())
             .nest(crate::guard::PREFIX, crate::routes::all());
     Ok(finish(router.into_openapi()).to_pretty_json()?)

@@ -5,9 +5,9 @@
 //! refuses them anyway), and the deployment's time zone (`CMP_TIMEZONE`) every date of the
 //! pages is shown in. Nothing is fetched from outside the server.
 
-use crate::app::AppState;
 use crate::auth::Refusal;
 use crate::error::{Problem, internal};
+use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

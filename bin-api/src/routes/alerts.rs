@@ -1,10 +1,11 @@
 //! Alert rules (6): CRUD and the history. The evaluator runs in the worker.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
-use admin::alerts::CreatedRule;
+use crate::state::AppState;
+use crate::view::CreatedRule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -44,7 +45,7 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<CreatedRule>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.ops.alerts.create(body).await?),
+        Json(mirror(state.ops.alerts.create(body).await?)),
     ))
 }
 

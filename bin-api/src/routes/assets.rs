@@ -1,12 +1,11 @@
 //! Asset polling control (1), packages, package usages.
 
-use crate::app::AppState;
+use crate::body::{PackageBody, PackageUsageBody, PollingStatusBody};
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
-use admin::{
-    AssetType, PackageBody, PackageUsageBody, PackageUsageOutcome, PollingStatusBody,
-    PollingStatusReport,
-};
+use crate::mirror::mirror;
+use crate::state::AppState;
+use crate::view::{AssetType, PackageUsageOutcome, PollingStatusReport};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -31,12 +30,12 @@ async fn polling_status(
     ApiPath((asset_type, id)): ApiPath<(AssetType, i64)>,
     ApiJson(body): ApiJson<PollingStatusBody>,
 ) -> ApiResult<Json<PollingStatusReport>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state
             .admin
-            .set_polling_status(asset_type, id, body.enable_polling)
+            .set_polling_status(mirror(asset_type), id, body.enable_polling)
             .await?,
-    ))
+    )))
 }
 
 /// Create a package product.
@@ -48,7 +47,7 @@ async fn create_package(
 ) -> ApiResult<(StatusCode, Json<Package>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.admin.create_package(&body).await?),
+        Json(state.admin.create_package(&mirror(body)).await?),
     ))
 }
 
@@ -62,6 +61,8 @@ async fn create_usage(
 ) -> ApiResult<(StatusCode, Json<PackageUsageOutcome>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.admin.create_package_usage(&body).await?),
+        Json(mirror(
+            state.admin.create_package_usage(&mirror(body)).await?,
+        )),
     ))
 }

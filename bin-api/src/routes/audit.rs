@@ -1,9 +1,9 @@
 //! The audit of writes through the API.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::pagination::PageParams;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use domain::AdminAudit;

@@ -1,14 +1,14 @@
 //! Cards: create, import, list, get, delete, status, operator stop/start, state log, explain,
 //! the month's usage.
 
-use crate::app::AppState;
+use crate::body::{CardBody, CardStatusBody, ImportBody};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
-use admin::{
-    CardAction, CardBody, CardStatusBody, Explanation, FieldError, ImportBody, ImportReport,
-    MonthUsage, iccid_prefix_problem, msisdn_problem,
-};
+use crate::state::AppState;
+use crate::view::{CardAction, Explanation, ImportReport, MonthUsage};
+use admin::{FieldError, iccid_prefix_problem, msisdn_problem};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -122,7 +122,7 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<Card>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.admin.create_card(&body).await?),
+        Json(state.admin.create_card(&mirror(body)).await?),
     ))
 }
 
@@ -136,7 +136,7 @@ async fn import(
 ) -> ApiResult<(StatusCode, Json<ImportReport>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.admin.import_cards(&body).await?),
+        Json(mirror(state.admin.import_cards(&mirror(body)).await?)),
     ))
 }
 
@@ -181,7 +181,7 @@ async fn stop(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<CardAction>> {
-    Ok(Json(state.admin.stop_card(CardId(id)).await?))
+    Ok(Json(mirror(state.admin.stop_card(CardId(id)).await?)))
 }
 
 /// An operator's start, whatever the reason the card was stopped for.
@@ -192,7 +192,7 @@ async fn start(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<CardAction>> {
-    Ok(Json(state.admin.start_card(CardId(id)).await?))
+    Ok(Json(mirror(state.admin.start_card(CardId(id)).await?)))
 }
 
 /// The card's stops, starts and reason changes, newest first.
@@ -217,7 +217,7 @@ async fn explain(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<Explanation>> {
-    Ok(Json(state.admin.explain(CardId(id)).await?))
+    Ok(Json(mirror(state.admin.explain(CardId(id)).await?)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -242,10 +242,10 @@ async fn usage(
     ApiPath(id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<UsageQuery>,
 ) -> ApiResult<Json<MonthUsage>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state
             .admin
             .month_usage(CardId(id), q.month.as_deref())
             .await?,
-    ))
+    )))
 }

@@ -2,13 +2,13 @@
 //! it, and a connection test. Credentials are write-only: no answer carries a value, and the
 //! audit row of a write names the credential fields only (`crate::audit`).
 
-use crate::app::AppState;
+use crate::body::{CarrierBody, CarrierStatusBody, NewCarrierBody};
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
-use admin::carriers::{
-    CarrierBody, CarrierStatusBody, CarrierView, ConnectionTest, NewCarrierBody,
-};
+use crate::state::AppState;
+use crate::view::{CarrierView, ConnectionTest};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -33,7 +33,7 @@ async fn list(
     State(state): State<AppState>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<Paged<CarrierView>>> {
-    Ok(Json(state.ops.carriers.list(page.page()?).await?))
+    Ok(Json(mirror(state.ops.carriers.list(page.page()?).await?)))
 }
 
 /// Create a carrier (admin). `credentials` are required (`{}` for `cmp-json`) and never
@@ -47,7 +47,7 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<CarrierView>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.ops.carriers.create(body).await?),
+        Json(mirror(state.ops.carriers.create(mirror(body)).await?)),
     ))
 }
 
@@ -59,7 +59,7 @@ async fn get_one(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<CarrierView>> {
-    Ok(Json(state.ops.carriers.get(CarrierId(id)).await?))
+    Ok(Json(mirror(state.ops.carriers.get(CarrierId(id)).await?)))
 }
 
 /// Replace a carrier (admin). Absent `credentials` keep the stored ones; a credential field
@@ -73,7 +73,13 @@ async fn update(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<CarrierBody>,
 ) -> ApiResult<Json<CarrierView>> {
-    Ok(Json(state.ops.carriers.update(CarrierId(id), body).await?))
+    Ok(Json(mirror(
+        state
+            .ops
+            .carriers
+            .update(CarrierId(id), mirror(body))
+            .await?,
+    )))
 }
 
 /// Enable or disable a carrier (admin). A disabled carrier is never called: its cards' polls
@@ -87,13 +93,13 @@ async fn set_status(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<CarrierStatusBody>,
 ) -> ApiResult<Json<CarrierView>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state
             .ops
             .carriers
             .set_enabled(CarrierId(id), body.enabled)
             .await?,
-    ))
+    )))
 }
 
 /// Test the connection (admin): one harmless authenticated call to the carrier's platform with
@@ -106,7 +112,7 @@ async fn test_connection(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<ConnectionTest>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state.ops.carriers.test_connection(CarrierId(id)).await?,
-    ))
+    )))
 }

@@ -1,10 +1,11 @@
 //! Data cleanup (9): configs per table, preview, run, logs, progress.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
-use admin::cleanup::{PreviewRow, RunStarted};
+use crate::state::AppState;
+use crate::view::{PreviewRow, RunStarted};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -87,7 +88,7 @@ async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Api
 #[utoipa::path(get, path = "/data-cleanup/preview", tag = "data-cleanup",
     responses((status = 200, body = Vec<PreviewRow>)))]
 async fn preview(State(state): State<AppState>) -> ApiResult<Json<Vec<PreviewRow>>> {
-    Ok(Json(state.ops.cleanup.preview().await?))
+    Ok(Json(mirror(state.ops.cleanup.preview().await?)))
 }
 
 /// Start a run in the background; answers its id at once. 409 while a run is going on.
@@ -96,7 +97,7 @@ async fn preview(State(state): State<AppState>) -> ApiResult<Json<Vec<PreviewRow
 async fn run(State(state): State<AppState>) -> ApiResult<(StatusCode, Json<RunStarted>)> {
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.ops.cleanup.start_run().await?),
+        Json(mirror(state.ops.cleanup.start_run().await?)),
     ))
 }
 

@@ -1,11 +1,13 @@
 //! Concurrency (4): the cluster-wide semaphore per task type. A new max applies on every node
 //! at its next acquire (one Redis key); every change is in the audit log (the guard).
 
-use crate::app::AppState;
+use crate::body::{ResetConcurrency, SetConcurrency};
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
+use crate::mirror::mirror;
+use crate::state::AppState;
+use crate::view::ConcurrencyView;
 use admin::AdminError;
-use admin::concurrency::{ConcurrencyView, ResetConcurrency, SetConcurrency};
 use axum::Json;
 use axum::extract::State;
 use domain::TaskType;
@@ -28,7 +30,7 @@ fn task(name: &str) -> Result<TaskType, AdminError> {
 #[utoipa::path(get, path = "/polling-concurrency", tag = "concurrency",
     responses((status = 200, body = Vec<ConcurrencyView>)))]
 async fn list(State(state): State<AppState>) -> ApiResult<Json<Vec<ConcurrencyView>>> {
-    Ok(Json(state.ops.concurrency.list().await?))
+    Ok(Json(mirror(state.ops.concurrency.list().await?)))
 }
 
 /// One task type's semaphore.
@@ -39,7 +41,7 @@ async fn get_one(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<ConcurrencyView>> {
-    Ok(Json(state.ops.concurrency.get(task(&name)?).await?))
+    Ok(Json(mirror(state.ops.concurrency.get(task(&name)?).await?)))
 }
 
 /// Set the max of a task type (1 to 100,000), for every node.
@@ -52,7 +54,13 @@ async fn set(
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<SetConcurrency>,
 ) -> ApiResult<Json<ConcurrencyView>> {
-    Ok(Json(state.ops.concurrency.set(task(&name)?, body).await?))
+    Ok(Json(mirror(
+        state
+            .ops
+            .concurrency
+            .set(task(&name)?, mirror(body))
+            .await?,
+    )))
 }
 
 /// Forget the holders (slots left by crashed nodes) of some or all types; `clear_max` also
@@ -64,5 +72,7 @@ async fn reset(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ResetConcurrency>,
 ) -> ApiResult<Json<Vec<ConcurrencyView>>> {
-    Ok(Json(state.ops.concurrency.reset(&body).await?))
+    Ok(Json(mirror(
+        state.ops.concurrency.reset(&mirror(body)).await?,
+    )))
 }

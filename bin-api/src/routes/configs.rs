@@ -1,10 +1,12 @@
 //! Polling configs (7 of the seed, plus the dry run).
 
-use crate::app::AppState;
+use crate::body::{ConfigBody, DryRunBody};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
-use admin::{ConfigBody, ConfigMatch, DryRun, DryRunBody};
+use crate::state::AppState;
+use crate::view::{ConfigMatch, DryRun};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -58,7 +60,7 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<PollingConfig>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.admin.create_config(&body).await?),
+        Json(state.admin.create_config(&mirror(body)).await?),
     ))
 }
 
@@ -86,7 +88,7 @@ async fn update(
     Ok(Json(
         state
             .admin
-            .update_config(PollingConfigId(id), &body)
+            .update_config(PollingConfigId(id), &mirror(body))
             .await?,
     ))
 }
@@ -127,7 +129,9 @@ async fn match_card(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<MatchQuery>,
 ) -> ApiResult<Json<ConfigMatch>> {
-    Ok(Json(state.admin.match_card(CardId(q.card_id)).await?))
+    Ok(Json(mirror(
+        state.admin.match_card(CardId(q.card_id)).await?,
+    )))
 }
 
 /// How many polled cards a config would match, and change interval or queues for.
@@ -138,5 +142,7 @@ async fn dry_run(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<DryRunBody>,
 ) -> ApiResult<Json<DryRun>> {
-    Ok(Json(state.admin.dry_run_config(&body).await?))
+    Ok(Json(mirror(
+        state.admin.dry_run_config(&mirror(body)).await?,
+    )))
 }

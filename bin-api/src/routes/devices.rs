@@ -1,9 +1,11 @@
 //! Devices: create, get, delete, bind/unbind, stop/start with protect periods.
 
-use crate::app::AppState;
+use crate::body::{BindBody, DeviceBody};
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
-use admin::{BindBody, BindOutcome, DeviceBody, DeviceSwitchReport, DeviceView};
+use crate::mirror::mirror;
+use crate::state::AppState;
+use crate::view::{BindOutcome, DeviceSwitchReport, DeviceView};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -30,7 +32,7 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<Device>)> {
     Ok((
         StatusCode::CREATED,
-        Json(state.admin.create_device(&body).await?),
+        Json(state.admin.create_device(&mirror(body)).await?),
     ))
 }
 
@@ -42,7 +44,7 @@ async fn get_one(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<DeviceView>> {
-    Ok(Json(state.admin.get_device(DeviceId(id)).await?))
+    Ok(Json(mirror(state.admin.get_device(DeviceId(id)).await?)))
 }
 
 /// Delete a device; its cards become standalone.
@@ -63,9 +65,9 @@ async fn bind(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<BindBody>,
 ) -> ApiResult<Json<BindOutcome>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state.admin.bind_card(DeviceId(id), body.card_id).await?,
-    ))
+    )))
 }
 
 /// Unbind a card; it is re-evaluated against its own packages.
@@ -76,12 +78,12 @@ async fn unbind(
     State(state): State<AppState>,
     ApiPath((id, card_id)): ApiPath<(i64, i64)>,
 ) -> ApiResult<Json<BindOutcome>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state
             .admin
             .unbind_card(DeviceId(id), CardId(card_id))
             .await?,
-    ))
+    )))
 }
 
 /// Stop every card of the device at the carrier and start a stop protect period
@@ -93,12 +95,12 @@ async fn stop(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<DeviceSwitchReport>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state
             .admin
             .switch_device(DeviceId(id), NetworkStatus::Stopped)
             .await?,
-    ))
+    )))
 }
 
 /// Start every card of the device at the carrier and start a start protect period.
@@ -109,10 +111,10 @@ async fn start(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<DeviceSwitchReport>> {
-    Ok(Json(
+    Ok(Json(mirror(
         state
             .admin
             .switch_device(DeviceId(id), NetworkStatus::Online)
             .await?,
-    ))
+    )))
 }

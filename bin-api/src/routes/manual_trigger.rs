@@ -1,14 +1,13 @@
 //! Manual trigger (6).
 
-use crate::app::AppState;
 use crate::auth::Caller;
+use crate::body::{TriggerBatch, TriggerByFilter, TriggerCancel, TriggerSingle};
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
+use crate::mirror::mirror;
 use crate::pagination::PageParams;
-use admin::{
-    CancelReport, ManualListLen, TriggerBatch, TriggerByFilter, TriggerCancel, TriggerReport,
-    TriggerSingle,
-};
+use crate::state::AppState;
+use crate::view::{CancelReport, ManualListLen, TriggerReport};
 use axum::extract::State;
 use axum::{Extension, Json};
 use domain::ManualTriggerLog;
@@ -34,7 +33,12 @@ async fn single(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<TriggerSingle>,
 ) -> ApiResult<Json<TriggerReport>> {
-    Ok(Json(state.admin.trigger_single(&caller.name, &body).await?))
+    Ok(Json(mirror(
+        state
+            .admin
+            .trigger_single(&caller.name, &mirror(body))
+            .await?,
+    )))
 }
 
 /// Poll up to 10,000 cards now; unknown ids are skipped and listed.
@@ -45,7 +49,12 @@ async fn batch(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<TriggerBatch>,
 ) -> ApiResult<Json<TriggerReport>> {
-    Ok(Json(state.admin.trigger_batch(&caller.name, &body).await?))
+    Ok(Json(mirror(
+        state
+            .admin
+            .trigger_batch(&caller.name, &mirror(body))
+            .await?,
+    )))
 }
 
 /// Poll every card matching a filter now (at most 100,000 a call).
@@ -56,9 +65,12 @@ async fn by_filter(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<TriggerByFilter>,
 ) -> ApiResult<Json<TriggerReport>> {
-    Ok(Json(
-        state.admin.trigger_by_filter(&caller.name, &body).await?,
-    ))
+    Ok(Json(mirror(
+        state
+            .admin
+            .trigger_by_filter(&caller.name, &mirror(body))
+            .await?,
+    )))
 }
 
 /// The manual trigger log, newest first.
@@ -75,7 +87,7 @@ async fn logs(
 #[utoipa::path(get, path = "/polling-manual-trigger/status", tag = "manual-trigger",
     responses((status = 200, body = Vec<ManualListLen>)))]
 async fn status(State(state): State<AppState>) -> ApiResult<Json<Vec<ManualListLen>>> {
-    Ok(Json(state.admin.manual_status().await?))
+    Ok(Json(mirror(state.admin.manual_status().await?)))
 }
 
 /// Empty a type's manual list (or every type's).
@@ -85,5 +97,7 @@ async fn cancel(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<TriggerCancel>,
 ) -> ApiResult<Json<CancelReport>> {
-    Ok(Json(state.admin.cancel_manual(&body).await?))
+    Ok(Json(mirror(
+        state.admin.cancel_manual(&mirror(body)).await?,
+    )))
 }

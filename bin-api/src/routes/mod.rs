@@ -1,7 +1,7 @@
 //! The `/api/admin` routes, one module per group. Handlers only extract, call the admin
 //! service and answer; the `#[utoipa::path]` on each is its documentation.
 
-use crate::app::AppState;
+use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
 mod alerts;

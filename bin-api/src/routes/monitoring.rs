@@ -1,12 +1,12 @@
 //! Monitoring (4 of the seed) and, beyond it, the metrics history the dashboard charts. Each
 //! answer costs O(shards) Redis calls and no scan of the card table.
 
-use crate::app::AppState;
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
+use crate::mirror::mirror;
+use crate::state::AppState;
+use crate::view::{HistoryRange, InitProgressView, PollingStats, Series, TaskQueues, TaskRunStats};
 use admin::AdminError;
-use admin::history::{HistoryRange, Series};
-use admin::monitoring::{InitProgressView, PollingStats, TaskQueues, TaskRunStats};
 use axum::Json;
 use axum::extract::State;
 use domain::{HistoryScope, TaskType};
@@ -30,28 +30,28 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/polling-stats", tag = "monitoring",
     responses((status = 200, body = PollingStats)))]
 async fn stats(State(state): State<AppState>) -> ApiResult<Json<PollingStats>> {
-    Ok(Json(state.ops.monitoring.polling_stats().await?))
+    Ok(Json(mirror(state.ops.monitoring.polling_stats().await?)))
 }
 
 /// Depth, due cards and oldest due age per task type per shard.
 #[utoipa::path(get, path = "/polling-stats/queues", tag = "monitoring",
     responses((status = 200, body = Vec<TaskQueues>)))]
 async fn queues(State(state): State<AppState>) -> ApiResult<Json<Vec<TaskQueues>>> {
-    Ok(Json(state.ops.monitoring.queues().await))
+    Ok(Json(mirror(state.ops.monitoring.queues().await)))
 }
 
 /// Success, failure, requeued, mean and p95 duration per task type.
 #[utoipa::path(get, path = "/polling-stats/tasks", tag = "monitoring",
     responses((status = 200, body = Vec<TaskRunStats>)))]
 async fn tasks(State(state): State<AppState>) -> ApiResult<Json<Vec<TaskRunStats>>> {
-    Ok(Json(state.ops.monitoring.tasks().await?))
+    Ok(Json(mirror(state.ops.monitoring.tasks().await?)))
 }
 
 /// The initializer's progress (`polling:init:progress`).
 #[utoipa::path(get, path = "/polling-stats/init-progress", tag = "monitoring",
     responses((status = 200, body = InitProgressView)))]
 async fn init_progress(State(state): State<AppState>) -> ApiResult<Json<InitProgressView>> {
-    Ok(Json(state.ops.monitoring.init_progress().await?))
+    Ok(Json(mirror(state.ops.monitoring.init_progress().await?)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -80,5 +80,7 @@ async fn history(
                 .map_err(|_| AdminError::invalid("/scope", "must be a task type or `all`"))?,
         )
     };
-    Ok(Json(state.ops.history.series(scope, q.range).await?))
+    Ok(Json(mirror(
+        state.ops.history.series(scope, mirror(q.range)).await?,
+    )))
 }

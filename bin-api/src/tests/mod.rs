@@ -16,8 +16,9 @@ mod ops_monitoring;
 mod ui;
 mod validation;
 
-use crate::app::{AppState, app};
+use crate::app::app;
 use crate::keys::hash_key;
+use crate::state::AppState;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};

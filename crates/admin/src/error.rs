@@ -142,12 +142,10 @@ impl std::fmt::Debug for Chain<'_> {
 }
 
 /// One rejected field: a JSON pointer (`/interval_secs`) and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldError {
     /// JSON pointer (RFC 6901) to the value, e.g. `/realname_interval_secs` or `/cards/3/iccid`.
-    #[schema(example = "/name")]
     pub pointer: String,
-    #[schema(example = "must not be empty")]
     pub message: String,
 }
 

@@ -2,10 +2,10 @@
 //! as periodic jobs). Composed from the store traits of `domain`, `polling-queue`,
 //! `polling-config`, `lifecycle` and `stop-resume`.
 //!
-//! This crate holds no HTTP types (no axum, no status codes): `cmp-api` routes, authenticates
-//! and maps [`AdminError`]s to answers. It reaches PostgreSQL only through the store traits and
-//! never depends on the scheduler or the task handlers. The bodies it takes and the answers it
-//! gives derive `utoipa::ToSchema`, so that the API documents exactly what the services read.
+//! This crate holds no HTTP types (no axum, no status codes, no OpenAPI): `cmp-api` routes,
+//! authenticates, maps [`AdminError`]s to answers and owns the documented contract (its bodies
+//! and views mirror the plain inputs and answers here, field for field). It reaches PostgreSQL
+//! only through the store traits and never depends on the scheduler or the task handlers.
 //!
 //! Folders by area, each the one owner of its part of the API:
 //!

@@ -9,28 +9,20 @@ use domain::{
     NewCard, RealNameStatus,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// A card to create (one, or a row of an import).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"iccid": "89860000000000000501", "msisdn": "8613800000501",
-    "carrier_id": 1, "card_category": "normal", "status": 1, "real_name_status": 1,
-    "network_status": 1, "enable_polling": true, "device_id": null}))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardBody {
     /// An ICCID: 18 to 22 letters or digits starting with `89`; unique among live cards.
-    #[schema(pattern = "^89[0-9A-Za-z]{16,20}$", example = "89860000000000000501")]
     pub iccid: String,
     /// An optional `+` and 1 to 20 digits.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 21, pattern = "^\\+?[0-9]{1,20}$")]
     pub msisdn: Option<String>,
-    #[schema(minimum = 1)]
     pub carrier_id: i64,
     #[serde(default = "normal")]
     pub card_category: CardCategory,
     /// The platform's status code of the card's business lifecycle.
     #[serde(default = "one")]
-    #[schema(minimum = -32768, maximum = 32767)]
     pub status: i16,
     #[serde(default = "not_verified")]
     pub real_name_status: RealNameStatus,
@@ -40,7 +32,6 @@ pub struct CardBody {
     pub enable_polling: bool,
     /// The device the card is bound to; `null`: a standalone card.
     #[serde(default)]
-    #[schema(minimum = 1)]
     pub device_id: Option<i64>,
 }
 
@@ -125,15 +116,14 @@ impl CardBody {
 }
 
 /// `PATCH /cards/{id}/status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardStatusBody {
     /// The platform's status code.
-    #[schema(minimum = -32768, maximum = 32767)]
     pub status: i16,
 }
 
 /// A card and what an operator action did to it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CardAction {
     pub card: Card,
     pub evaluation: Evaluation,

@@ -6,14 +6,11 @@ use crate::{Admin, AdminError, Evaluation};
 use domain::{CardId, Device, DeviceId, NetworkStatus, NewDevice};
 use serde::{Deserialize, Serialize};
 use stop_resume::{DeviceCardOutcome, Trigger};
-use utoipa::ToSchema;
 
 /// A device to create.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"device_no": "DEV-0001", "enable_polling": true}))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceBody {
     /// Unique among live devices.
-    #[schema(min_length = 1, max_length = 64, pattern = "^\\S(.*\\S)?$")]
     pub device_no: String,
     #[serde(default = "yes")]
     pub enable_polling: bool,
@@ -24,7 +21,7 @@ fn yes() -> bool {
 }
 
 /// A device with the ids of its cards.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceView {
     #[serde(flatten)]
     pub device: Device,
@@ -32,20 +29,20 @@ pub struct DeviceView {
 }
 
 /// `POST /devices/{id}/cards`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BindBody {
     pub card_id: CardId,
 }
 
 /// What a bind or unbind did: the card now, and the decision taken on its new packages.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BindOutcome {
     pub card: domain::Card,
     pub evaluation: Evaluation,
 }
 
 /// One card of a device stop or start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceCardResult {
     pub card_id: CardId,
     /// `stopped`, `started`, `unchanged` or `failed`.
@@ -54,7 +51,7 @@ pub struct DeviceCardResult {
 }
 
 /// What a device stop or start did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceSwitchReport {
     pub device_id: DeviceId,
     /// `stop` or `start`: the protect period now running.

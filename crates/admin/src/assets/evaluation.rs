@@ -5,10 +5,9 @@ use crate::Admin;
 use domain::CardId;
 use serde::{Deserialize, Serialize};
 use stop_resume::{Action, Decision, Trigger};
-use utoipa::ToSchema;
 
 /// What an evaluation did to the card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EvaluationAction {
     /// The carrier stopped the card.
@@ -34,10 +33,9 @@ impl EvaluationAction {
 }
 
 /// The outcome of a decision, or why none could be taken.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evaluation {
     pub card_id: CardId,
-    #[schema(example = "stopped")]
     pub action: EvaluationAction,
     /// The stop reason set, or why nothing was done (`protect_period`, `manual_stop`, ...).
     pub reason: Option<String>,

@@ -9,7 +9,6 @@ use crate::{Admin, AdminError, FieldError};
 use domain::{CardId, DeviceId, NewCard};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use utoipa::ToSchema;
 
 /// The largest import.
 pub const MAX_IMPORT: usize = 100_000;
@@ -17,15 +16,14 @@ pub const MAX_IMPORT: usize = 100_000;
 const MAX_ROW_ERRORS: usize = 1_000;
 
 /// The body of an import.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImportBody {
     /// 1 to 100,000 cards.
-    #[schema(min_items = 1, max_items = 100000)]
     pub cards: Vec<CardBody>,
 }
 
 /// What an import did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportReport {
     pub imported: usize,
     /// The new cards' ids, in input order.

@@ -8,7 +8,6 @@ use domain::{
     CardCategory, CardId, CardQuery, CarrierId, DeviceId, ManualTriggerLog, NetworkStatus, TaskType,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// The largest batch.
 pub const MAX_BATCH: usize = 10_000;
@@ -16,8 +15,7 @@ pub const MAX_BATCH: usize = 10_000;
 pub const MAX_BY_FILTER: usize = 100_000;
 
 /// `POST /polling-manual-trigger/single`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"card_id": 500, "task_types": ["carddata"]}))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerSingle {
     pub card_id: CardId,
     /// Default: every task type.
@@ -26,18 +24,16 @@ pub struct TriggerSingle {
 }
 
 /// `POST /polling-manual-trigger/batch`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerBatch {
     /// 1 to 10,000 card ids.
-    #[schema(min_items = 1, max_items = 10000)]
     pub card_ids: Vec<CardId>,
     #[serde(default)]
     pub task_types: Option<Vec<TaskType>>,
 }
 
 /// `POST /polling-manual-trigger/by-filter`: at least one filter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"carrier_id": 1, "task_types": ["package"]}))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerByFilter {
     #[serde(default)]
     pub device_id: Option<DeviceId>,
@@ -45,7 +41,6 @@ pub struct TriggerByFilter {
     pub carrier_id: Option<CarrierId>,
     /// The platform status code.
     #[serde(default)]
-    #[schema(minimum = -32768, maximum = 32767)]
     pub status: Option<i16>,
     #[serde(default)]
     pub network_status: Option<NetworkStatus>,
@@ -56,7 +51,7 @@ pub struct TriggerByFilter {
 }
 
 /// `POST /polling-manual-trigger/cancel`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerCancel {
     /// The list to empty; absent: every type's.
     #[serde(default)]
@@ -64,7 +59,7 @@ pub struct TriggerCancel {
 }
 
 /// What a trigger pushed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerReport {
     /// Cards pushed (per task type).
     pub cards: usize,
@@ -77,14 +72,14 @@ pub struct TriggerReport {
 }
 
 /// Length of one manual list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManualListLen {
     pub task_type: TaskType,
     pub waiting: u64,
 }
 
 /// What a cancel removed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelReport {
     pub cleared: Vec<ManualListLen>,
 }

@@ -12,25 +12,18 @@ use domain::{
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use stop_resume::Trigger;
-use utoipa::ToSchema;
 
 /// A product to create.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"name": "1 GB monthly", "data_limit_mb": "1024", "virtual_ratio": "1",
-    "duration_days": 365, "reset_cycle": "monthly"}))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageBody {
-    #[schema(min_length = 1, max_length = 128, pattern = "^\\S(.*\\S)?$")]
     pub name: String,
     /// Megabytes sold (a decimal string); `null`: unlimited.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
     pub data_limit_mb: Option<Decimal>,
     /// Virtual megabytes charged per real megabyte, at least 1 (default 1).
     #[serde(default = "one")]
-    #[schema(value_type = String)]
     pub virtual_ratio: Decimal,
     /// 1 to 3660 days.
-    #[schema(minimum = 1, maximum = 3660)]
     pub duration_days: i32,
     #[serde(default = "no_reset")]
     pub reset_cycle: ResetCycle,
@@ -44,8 +37,7 @@ fn no_reset() -> ResetCycle {
 }
 
 /// A purchase of a product for a card or a device (exactly one of the two).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"card_id": 500, "package_id": 1}))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PackageUsageBody {
     #[serde(default)]
     pub card_id: Option<CardId>,
@@ -54,7 +46,6 @@ pub struct PackageUsageBody {
     pub package_id: PackageId,
     /// The carrier's identifier of the package, if it reports one.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64)]
     pub external_id: Option<String>,
     /// Stay pending until the card's first real-name verification.
     #[serde(default)]
@@ -62,7 +53,7 @@ pub struct PackageUsageBody {
 }
 
 /// A purchase and the decisions taken on the cards it covers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageUsageOutcome {
     pub usage: PackageUsage,
     /// Whether it was activated at once (the owner had no valid package).

@@ -7,10 +7,9 @@ use crate::{Admin, AdminError, Evaluation};
 use domain::{CardId, DeviceId};
 use serde::{Deserialize, Serialize};
 use stop_resume::Trigger;
-use utoipa::ToSchema;
 
 /// The kind of asset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AssetType {
     Card,
@@ -18,13 +17,13 @@ pub enum AssetType {
 }
 
 /// The body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollingStatusBody {
     pub enable_polling: bool,
 }
 
 /// What the switch did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollingStatusReport {
     pub asset_type: AssetType,
     pub id: i64,

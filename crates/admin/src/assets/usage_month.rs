@@ -8,13 +8,12 @@ use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, TimeZone
 use chrono_tz::Tz;
 use domain::{CardId, UsageHour};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// The hours of the longest month (31 days, plus the hour a DST change may add).
 pub const MAX_HOURS: u32 = 31 * 24 + 1;
 
 /// The answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MonthUsage {
     pub card_id: CardId,
     /// `YYYY-MM`, a month of `timezone`'s calendar.

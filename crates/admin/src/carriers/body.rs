@@ -11,7 +11,6 @@ use domain::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
 
 /// Longest a credential value may be.
 pub const MAX_CREDENTIAL_LEN: usize = 4096;
@@ -42,41 +41,29 @@ fn yes() -> bool {
 }
 
 /// A new carrier (`POST /carriers`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"carrier_id": 1, "name": "China Mobile OneLink",
-    "protocol": "onelink", "base_url": "https://api.iot.10086.cn/v5/ec",
-    "credentials": {"appid": "your-appid", "password": "your-password"},
-    "rate_limit_per_sec": 20, "enabled": true}))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewCarrierBody {
     /// The `carrier_id` of the cards this carrier serves (`tb_iot_card.carrier_id`).
-    #[schema(minimum = 1)]
     pub carrier_id: i64,
-    #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     pub protocol: CarrierProtocol,
     /// The platform's API root, `http://` or `https://`.
-    #[schema(max_length = 500, pattern = "^https?://\\S+$")]
     pub base_url: String,
     /// The protocol's credential fields, each a non-empty string (`{}` for `cmp-json`):
     /// `onelink` appid, password; `ctcc-5gcmp` app_key, secret; `control-center` username,
     /// api_key; `1nce` client_id, client_secret; `emnify` application_token. Write-only.
-    #[schema(value_type = std::collections::HashMap<String, String>)]
     pub credentials: Value,
     /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(maximum = 100000)]
     pub rate_limit_per_sec: Option<u32>,
     /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(maximum = 10000)]
     pub max_concurrent: Option<u32>,
     /// Most cards one batch call carries. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 1000)]
     pub batch_size: Option<u32>,
     /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(minimum = 100, maximum = 120000)]
     pub timeout_ms: Option<u32>,
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -84,36 +71,26 @@ pub struct NewCarrierBody {
 
 /// The new content of a carrier (`PUT /carriers/{carrier_id}` replaces every field but the
 /// credentials, which are kept when absent).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"name": "China Mobile OneLink", "protocol": "onelink",
-    "base_url": "https://api.iot.10086.cn/v5/ec", "rate_limit_per_sec": 20,
-    "enabled": true}))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CarrierBody {
-    #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     pub protocol: CarrierProtocol,
-    #[schema(max_length = 500, pattern = "^https?://\\S+$")]
     pub base_url: String,
     /// Absent or `null`: keep the stored credentials (they must fit the protocol). Given: the
     /// new credentials, whole; a field sent as `""` keeps that field's stored value. Write-only.
     #[serde(default)]
-    #[schema(value_type = Option<std::collections::HashMap<String, String>>)]
     pub credentials: Option<Value>,
     /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(maximum = 100000)]
     pub rate_limit_per_sec: Option<u32>,
     /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(maximum = 10000)]
     pub max_concurrent: Option<u32>,
     /// Most cards one batch call carries. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 1000)]
     pub batch_size: Option<u32>,
     /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
     #[serde(default)]
-    #[schema(minimum = 100, maximum = 120000)]
     pub timeout_ms: Option<u32>,
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -136,14 +113,13 @@ macro_rules! limits_of {
 limits_of!(NewCarrierBody, CarrierBody);
 
 /// `PATCH /carriers/{carrier_id}/status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CarrierStatusBody {
     pub enabled: bool,
 }
 
 /// A carrier as the API shows it: everything but the credentials' values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(as = Carrier)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CarrierView {
     pub carrier_id: CarrierId,
     pub name: String,
@@ -179,7 +155,7 @@ impl CarrierView {
 
 /// The answer of a test connection: always given when the carrier exists; `ok` says whether
 /// the platform accepted the credentials and answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionTest {
     pub ok: bool,
     /// `ok`, or the failure's kind: `auth_error`, `timeout`, `transport_error`, `carrier_4xx`,

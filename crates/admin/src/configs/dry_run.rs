@@ -14,10 +14,9 @@ use domain::{
     matching_order,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// A config to try, optionally as the new content of an existing one.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DryRunBody {
     /// The config it would replace; absent: a new config.
     #[serde(default)]
@@ -26,7 +25,7 @@ pub struct DryRunBody {
 }
 
 /// What saving the config would change, counted over the cards polled now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DryRun {
     /// Live cards with polling enabled (card and device).
     pub polled_cards: u64,

@@ -14,19 +14,13 @@ use domain::{
     PollingConfigId, PollingConfigInput,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// The longest interval a config may set: one year.
 pub const MAX_INTERVAL_SECS: u32 = 366 * 24 * 3600;
 
 /// A polling config to create, or the new content of one (`PUT` replaces every field).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"name": "online cards", "priority": 10, "enabled": true,
-    "card_condition": "online", "card_category": null, "carrier_id": null,
-    "realname_interval_secs": 86400, "carddata_interval_secs": 3600,
-    "package_interval_secs": 3600, "protect_interval_secs": 600}))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigBody {
-    #[schema(min_length = 1, max_length = 128, pattern = "^\\S(.*\\S)?$")]
     pub name: String,
     /// Lower is tried first; ties broken by id.
     #[serde(default)]
@@ -39,20 +33,15 @@ pub struct ConfigBody {
     #[serde(default)]
     pub card_category: Option<CardCategory>,
     #[serde(default)]
-    #[schema(minimum = 1)]
     pub carrier_id: Option<i64>,
     /// Seconds between two real-name polls; `null`: not scheduled.
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 31622400)]
     pub realname_interval_secs: Option<u32>,
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 31622400)]
     pub carddata_interval_secs: Option<u32>,
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 31622400)]
     pub package_interval_secs: Option<u32>,
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 31622400)]
     pub protect_interval_secs: Option<u32>,
 }
 
@@ -101,7 +90,7 @@ impl ConfigBody {
 }
 
 /// One condition of a config, checked against a card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConditionCheck {
     /// `card_condition`, `card_category` or `carrier_id`.
     pub field: String,
@@ -113,7 +102,7 @@ pub struct ConditionCheck {
 }
 
 /// How one config fared against the card, in matching order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigCandidate {
     pub id: PollingConfigId,
     pub name: String,
@@ -125,7 +114,7 @@ pub struct ConfigCandidate {
 }
 
 /// `GET /polling-configs/match?card_id=`: the config a card matches, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigMatch {
     pub card_id: CardId,
     /// The fields matching reads.

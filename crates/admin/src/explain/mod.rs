@@ -21,20 +21,17 @@ use domain::{
 };
 use serde::{Deserialize, Serialize};
 use text::{ExplainPhrases, Phrase, PhraseCode, english, summary};
-use utoipa::ToSchema;
 
 /// One package of the card's owner, as the decision sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageEvidence {
     pub id: i64,
     pub status: PackageStatus,
     /// Active and inside its window now.
     pub valid: bool,
     /// Virtual megabytes used (decimal string).
-    #[schema(value_type = String)]
     pub used_mb: rust_decimal::Decimal,
     /// `null`: unlimited.
-    #[schema(value_type = Option<String>)]
     pub limit_mb: Option<rust_decimal::Decimal>,
     pub exhausted: bool,
     pub activated_at: Option<DateTime<Utc>>,
@@ -44,7 +41,7 @@ pub struct PackageEvidence {
 }
 
 /// Real-name and the industry exemption.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RealNameEvidence {
     pub real_name_status: domain::RealNameStatus,
     pub card_category: domain::CardCategory,
@@ -54,7 +51,7 @@ pub struct RealNameEvidence {
 }
 
 /// The device's protect periods.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProtectEvidence {
     pub device_id: Option<i64>,
     /// Seconds left of the stop period; `null`: none.
@@ -63,7 +60,7 @@ pub struct ProtectEvidence {
 }
 
 /// The decision now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionNow {
     /// `stop`, `start`, `change_reason` or `nothing`: what `evaluate_and_act` would do now.
     pub action: String,
@@ -78,7 +75,7 @@ pub struct DecisionNow {
 }
 
 /// The config the card matches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedConfigView {
     pub id: PollingConfigId,
     pub name: String,
@@ -87,7 +84,7 @@ pub struct MatchedConfigView {
 }
 
 /// When a task type polls the card next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextDue {
     pub task_type: TaskType,
     /// Whether the matched config schedules this type.
@@ -99,7 +96,7 @@ pub struct NextDue {
 }
 
 /// The whole answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     pub card: Card,
     pub decision: DecisionNow,

@@ -10,10 +10,9 @@ use chrono::{DateTime, Utc};
 use domain::PackageOwner;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use utoipa::ToSchema;
 
 /// What a phrase says; its parameters are listed with each code.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PhraseCode {
     /// The card is online.
@@ -69,7 +68,7 @@ pub enum PhraseCode {
 }
 
 /// One phrase: a code and its parameters (numbers as decimal strings, times as RFC 3339).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Phrase {
     pub code: PhraseCode,
     pub params: BTreeMap<String, String>,
@@ -102,7 +101,7 @@ impl Phrase {
 
 /// The summary and the conditions that would change the decision, as phrases. The summary
 /// reads `state — evidence, …; next; first would_change`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExplainPhrases {
     pub state: Phrase,
     pub evidence: Vec<Phrase>,

@@ -7,7 +7,6 @@ use domain::{AlertHistory, AlertMetric, AlertRule, AlertRuleId, AlertRuleInput};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::sync::Arc;
-use utoipa::ToSchema;
 
 /// Longest window a rule may average over (the minute counters live three hours).
 pub const MAX_WINDOW_SECS: i32 = 2 * 3600;
@@ -16,7 +15,7 @@ pub const MIN_WINDOW_SECS: i32 = 30;
 pub const MAX_COOLDOWN_SECS: i32 = 7 * 24 * 3600;
 
 /// A rule just created, with its webhook secret: the only answer that shows it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CreatedRule {
     #[serde(flatten)]
     pub rule: AlertRule,

@@ -9,7 +9,6 @@ use domain::{CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog, Clo
 use polling_queue::SingletonLease;
 use serde::Serialize;
 use std::sync::Arc;
-use utoipa::ToSchema;
 
 /// The partitioned usage table: whole monthly partitions are detached and dropped.
 pub const USAGE_TABLE: &str = "tb_data_usage_record";
@@ -35,7 +34,7 @@ pub const MAX_BATCH_SIZE: i32 = 100_000;
 pub(crate) const RUN_LEASE: &str = "data_cleanup_run";
 
 /// What a run would remove from one table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PreviewRow {
     pub config_id: CleanupConfigId,
     pub table_name: String,
@@ -55,7 +54,7 @@ pub struct PreviewRow {
 }
 
 /// `POST /data-cleanup/run`'s answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunStarted {
     pub run_id: String,
     pub started_at: DateTime<Utc>,

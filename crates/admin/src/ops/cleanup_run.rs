@@ -12,13 +12,12 @@ use domain::store::Page;
 use polling_queue::LeaseToken;
 use serde::Serialize;
 use std::time::Duration;
-use utoipa::ToSchema;
 
 /// How long the run lease lives without a renewal (a batch must finish within it).
 const RUN_LEASE_TTL: Duration = Duration::from_secs(120);
 
 /// What a run did to one table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TableReport {
     pub table_name: String,
     pub rows_deleted: u64,
@@ -31,7 +30,7 @@ pub struct TableReport {
 }
 
 /// What a run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunReport {
     pub run_id: String,
     pub tables: Vec<TableReport>,

@@ -6,7 +6,6 @@ use crate::{AdminError, FieldError};
 use domain::TaskType;
 use polling_queue::ConcurrencySemaphore;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// How many worker nodes' handler pools the semaphore admits per type while no operator has
 /// set a max: both binaries derive the default from `CMP_WORKER_POOL_*` with
@@ -27,7 +26,7 @@ pub fn default_max(pools: [usize; 4]) -> [u32; 4] {
 }
 
 /// One task type's semaphore.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConcurrencyView {
     pub task_type: TaskType,
     /// Slots held right now (expired holders not counted).
@@ -38,14 +37,14 @@ pub struct ConcurrencyView {
 }
 
 /// `PUT /polling-concurrency/{task_type}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetConcurrency {
     pub max: i64,
 }
 
 /// `POST /polling-concurrency/reset`: which types (all when absent) and whether to also drop
 /// the operator's max (back to the default).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResetConcurrency {
     #[serde(default)]
     pub task_types: Option<Vec<TaskType>>,

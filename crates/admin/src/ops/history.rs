@@ -15,7 +15,6 @@ use domain::{Clock, HistoryResolution, HistoryScope, MetricsPoint, TaskType};
 use polling_queue::{PollingQueueManager, RecentCounters};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use utoipa::ToSchema;
 
 /// How long each resolution is kept.
 pub const KEEP_MINUTES: ChronoDuration = ChronoDuration::hours(48);
@@ -23,7 +22,7 @@ pub const KEEP_HOURS: ChronoDuration = ChronoDuration::days(40);
 pub const KEEP_DAYS: ChronoDuration = ChronoDuration::days(400);
 
 /// The chart ranges of the dashboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HistoryRange {
     #[serde(rename = "1h")]
     Hour,
@@ -48,7 +47,7 @@ impl HistoryRange {
 }
 
 /// A series for a chart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Series {
     pub scope: String,
     pub resolution: HistoryResolution,

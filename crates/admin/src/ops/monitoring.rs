@@ -18,13 +18,12 @@ use polling_queue::{
 };
 use serde::Serialize;
 use std::sync::Arc;
-use utoipa::ToSchema;
 
 /// Minutes the rates of `GET /polling-stats` are computed over.
 pub const RATE_WINDOW_MINUTES: u32 = 5;
 
 /// The overview.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct PollingStats {
     pub cards: FleetCounts,
     pub task_types: Vec<TaskTypeStats>,
@@ -35,7 +34,7 @@ pub struct PollingStats {
 }
 
 /// The overview of one task type.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct TaskTypeStats {
     pub task_type: TaskType,
     /// Sum of every readable shard's `ZCARD`.
@@ -51,7 +50,7 @@ pub struct TaskTypeStats {
 }
 
 /// Per shard queues of one task type.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct TaskQueues {
     pub task_type: TaskType,
     pub summary: QueueTotals,
@@ -59,7 +58,7 @@ pub struct TaskQueues {
 }
 
 /// One shard queue of one task type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShardQueue {
     pub shard: u32,
     /// `ZCARD`: due, future and leased entries.
@@ -74,7 +73,7 @@ pub struct ShardQueue {
 }
 
 /// The shards of one task type added up; unreadable shards skipped and named.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QueueTotals {
     pub depth: u64,
     pub due: u64,
@@ -109,7 +108,7 @@ impl From<QueueSummary> for QueueTotals {
 }
 
 /// Run counters of one task type since the counters were last reset.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct TaskRunStats {
     pub task_type: TaskType,
     pub success: u64,
@@ -121,7 +120,7 @@ pub struct TaskRunStats {
 }
 
 /// `polling:init:progress`, decoded.
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct InitProgressView {
     /// `never_run`, `running`, `completed` or `failed`.
     pub status: String,
