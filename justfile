@@ -25,7 +25,7 @@ test-cluster *args:
 cluster cmd="start" *ports="7101 7102 7103":
     scripts/redis-cluster.sh {{cmd}} {{ports}}
 
-# Formatting, clippy with warnings as errors, and the dependency rules of ARCHITECTURE.md.
+# Formatting, clippy with warnings as errors, and the dependency rules of docs/architecture.md.
 lint: fmt-check clippy deps-check
 
 fmt-check:
@@ -34,34 +34,10 @@ fmt-check:
 clippy:
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Library crates reach PostgreSQL only through the store traits; only cmp-worker links the
-# scheduler and the task handlers.
+# The crate table of docs/architecture.md: who may depend on whom, what no crate may reach or
+# name (`lifecycle` never names `fred`, `admin` never reaches `utoipa` or `axum`, ...).
 deps-check:
-    #!/usr/bin/env bash
-    set -euo pipefail
-    fail=0
-    deps() { cargo tree -p "$1" -e normal --prefix none --format '{p}' 2>/dev/null | awk '{print $1}' | sort -u; }
-    forbid() { # crate, forbidden dependencies...
-        local crate=$1; shift
-        cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$crate\"" || return 0
-        local have; have=$(deps "$crate")
-        for bad in "$@"; do
-            if grep -qx "$bad" <<<"$have"; then
-                echo "dependency rule broken: $crate depends on $bad"; fail=1
-            fi
-        done
-    }
-    for c in domain polling-queue gateway polling-config lifecycle stop-resume task-handlers scheduler admin; do
-        forbid "$c" sea-orm sqlx store
-    done
-    for c in cmp-api admin lifecycle polling-queue polling-config stop-resume; do
-        forbid "$c" scheduler task-handlers
-    done
-    forbid domain fred reqwest axum
-    # The simulator (a web server with a command line) lives in gateway-sim, not in the client.
-    forbid gateway axum clap
-    if [ "$fail" -ne 0 ]; then exit 1; fi
-    echo "dependency rules hold"
+    python3 scripts/deps-check.py
 
 # Start PostgreSQL and Redis in Docker (for machines without local services).
 up:

@@ -10,9 +10,6 @@ pub enum LifecycleError {
     /// A queue operation failed.
     #[error(transparent)]
     Queue(#[from] polling_queue::QueueError),
-    /// A Redis command of the initializer failed.
-    #[error("redis command failed: {0}")]
-    Redis(#[from] fred::error::Error),
     /// The queues were laid out for another shard count; re-initialising needs the old queues
     /// and `polling:init:progress` cleared first.
     #[error(

@@ -33,6 +33,9 @@ mod server_clock;
 
 pub use cache::CardCache;
 pub use error::QueueError;
+/// The Redis connection pool every handle of this crate is built from; callers hold it as this
+/// type so that no crate but this one names the Redis client.
+pub use fred::clients::Pool;
 pub use keys::{Keys, RedisKey};
 pub use limit::ratelimit::RedisRateLimiter;
 pub use limit::semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
