@@ -204,10 +204,13 @@ fn allowed(card: &Card, device_flags: &HashMap<DeviceId, bool>) -> bool {
             tracing::debug!(
                 device_id,
                 card_id,
-                "设备轮询已禁用，跳过重新入队: deviceID={device_id}, cardID={card_id}"
+                "设备轮询已禁用，跳过重新入队 (device polling disabled: card not queued)"
             );
         }
-        _ => tracing::debug!(card_id, "卡轮询已禁用，跳过入队: cardID={card_id}"),
+        _ => tracing::debug!(
+            card_id,
+            "卡轮询已禁用，跳过入队 (card polling disabled: not queued)"
+        ),
     }
     false
 }

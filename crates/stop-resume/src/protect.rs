@@ -101,9 +101,9 @@ impl StopResumeService {
             let device = device.map(|d| d.to_string()).unwrap_or_default();
             match evaluated.decision.action {
                 Action::Stopped { .. } => info!(card_id = %card_id, device_id = %device,
-                    "保护期强制停机: cardID={card_id}, deviceID={device} (protect period: card forced to stop)"),
+                    "保护期强制停机 (protect period: card forced to stop)"),
                 Action::Started => info!(card_id = %card_id, device_id = %device,
-                    "保护期强制复机: cardID={card_id}, deviceID={device} (protect period: card forced to start)"),
+                    "保护期强制复机 (protect period: card forced to start)"),
                 _ => debug!(card_id = %card_id, device_id = %device,
                     "card consistent with its protect period"),
             }

@@ -101,7 +101,7 @@ impl PollingBase {
     async fn pool_full(&self, task: TaskType, card_id: CardId) -> Outcome {
         match self.requeue_card(card_id, task, Duration::ZERO).await {
             Ok(()) => debug!(card_id = %card_id, task = %task,
-                "并发数已满，已重新入队: cardID={card_id} (concurrency pool full, card requeued for now)"),
+                "并发数已满，已重新入队 (concurrency pool full, card requeued for now)"),
             Err(error) => warn!(card_id = %card_id, task = %task, %error,
                 "concurrency pool full and the requeue failed; the card's lease brings it back"),
         }
@@ -159,7 +159,7 @@ impl PollingBase {
                 // Gateway query failures are logged by the handler with its own wording.
                 if !matches!(error, HandlerError::Gateway(_)) {
                     warn!(card_id = %card_id, task = %task, %error,
-                        "轮询失败，按重试间隔重新入队: cardID={card_id}, error={error} (poll failed; rescheduled at the retry interval)");
+                        "轮询失败，按重试间隔重新入队 (poll failed; rescheduled at the retry interval)");
                 }
                 (self.settings.retry_interval, Outcome::Failure)
             }

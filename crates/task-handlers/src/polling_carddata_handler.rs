@@ -97,12 +97,15 @@ impl PollingCarddataHandler {
     /// the retry interval. The counters follow the carrier's month; one that disagrees with the
     /// local calendar is logged and counted.
     async fn collect_usage_data(&self, card: &CardIdentity) -> Result<MonthUsage, HandlerError> {
-        let usage = self.gateway.usage(card.carrier_id, &card.iccid).await.map_err(|error| {
-            warn!(card_id = %card.id, %error,
-                "流量查询失败: cardID={}, error={error} (usage query failed; nothing written, retry later)",
-                card.id);
-            error
-        })?;
+        let usage = self
+            .gateway
+            .usage(card.carrier_id, &card.iccid)
+            .await
+            .map_err(|error| {
+                warn!(card_id = %card.id, %error,
+                "流量查询失败 (usage query failed; nothing written, retry later)");
+                error
+            })?;
         let local = month_start(
             self.base
                 .now()
@@ -136,8 +139,7 @@ impl PollingCarddataHandler {
         if let Some(update) = &recorded.update {
             if update.corrected_downwards {
                 warn!(card_id = %card.id, reported_mb = %reported.month_total_mb,
-                    "流量下调: cardID={}, the carrier reported less than before (correction); delta counted as 0, baseline reset",
-                    card.id);
+                    "流量下调 (the carrier reported less than before: a correction; delta counted as 0, baseline reset)");
                 telemetry::change(TASK, "usage_correction");
             }
             if update.rolled_over {
@@ -147,8 +149,7 @@ impl PollingCarddataHandler {
                     to = ?update.counters.current_month_start_date,
                     last_month_total_mb = %update.counters.last_month_total_mb,
                     month_total_mb = %reported.month_total_mb,
-                    "流量跨月: cardID={}, month rolled over (last month saved, counters restarted)",
-                    card.id);
+                    "流量跨月 (month rolled over: last month saved, counters restarted)");
                 telemetry::change(TASK, "usage_rollover");
             }
             debug!(card_id = %card.id, delta_mb = %update.delta_mb, month = ?update.counters.current_month_start_date,

@@ -52,7 +52,7 @@ impl PollingPackageHandler {
             .await
             .map_err(|error| {
                 warn!(card_id = %card.id, %error,
-                "套餐查询失败: cardID={}, error={error} (package query failed)", card.id);
+                "套餐查询失败 (package query failed)");
                 error
             })?;
         let owner = PackageOwner::covering(card.id, card.device_id);

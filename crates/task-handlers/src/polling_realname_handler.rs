@@ -53,7 +53,7 @@ impl PollingRealnameHandler {
             .await
             .map_err(|error| {
                 warn!(card_id = %identity.id, %error,
-                "实名查询失败: cardID={}, error={error} (real-name query failed)", identity.id);
+                "实名查询失败 (real-name query failed)");
                 error
             })?;
         // The common poll changes nothing: read (with the concurrent polls' cards) and compare.
@@ -80,12 +80,10 @@ impl PollingRealnameHandler {
         let verified = status == RealNameStatus::Verified;
         if verified {
             info!(card_id = %card.id, device_id = ?card.device_id,
-                "卡实名状态变更: cardID={}, 0→1，触发激活任务和复机评估 (real-name verified: packages waiting for it activated, card evaluated)",
-                card.id);
+                "卡实名状态变更: 0→1，触发激活任务和复机评估 (real-name verified: packages waiting for it activated, card evaluated)");
         } else {
             warn!(card_id = %card.id, device_id = ?card.device_id,
-                "卡实名状态变更: cardID={}, 1→0 (the carrier withdrew the real-name verification)",
-                card.id);
+                "卡实名状态变更: 1→0 (the carrier withdrew the real-name verification)");
         }
         telemetry::change(
             TASK,

@@ -139,7 +139,11 @@ async fn sixty_carddata_polls_with_max_50() {
     logs_assert(|lines: &[&str]| {
         let n = lines
             .iter()
-            .filter(|l| l.contains("DEBUG") && l.contains("并发数已满，已重新入队: cardID="))
+            .filter(|l| {
+                l.contains("DEBUG")
+                    && l.contains("并发数已满，已重新入队")
+                    && l.contains("card_id=")
+            })
             .count();
         if n == 10 {
             Ok(())

@@ -43,9 +43,12 @@ async fn stop_period_and_online_forces_a_stop() {
         (log[0].entry.trigger.as_str(), log[0].entry.gateway_outcome),
         ("protect", GatewayOutcome::Ok)
     );
-    assert!(logs_contain(&format!(
-        "保护期强制停机: cardID=100, deviceID={device}"
-    )));
+    let device_field = format!("device_id={device}");
+    logs_assert(common::line_with(&[
+        "保护期强制停机",
+        "card_id=100",
+        &device_field,
+    ]));
     assert_score(
         w.score(card, TaskType::Protect).await,
         w.at(PROTECT_SECS),
@@ -71,9 +74,12 @@ async fn start_period_and_stopped_forces_a_start() {
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1));
-    assert!(logs_contain(&format!(
-        "保护期强制复机: cardID=101, deviceID={device}"
-    )));
+    let device_field = format!("device_id={device}");
+    logs_assert(common::line_with(&[
+        "保护期强制复机",
+        "card_id=101",
+        &device_field,
+    ]));
 }
 
 /// Seed: stop period, card already stopped -> consistent: no gateway, no evaluation, requeued.

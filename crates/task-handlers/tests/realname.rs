@@ -51,9 +51,10 @@ async fn card_100_real_named_0_to_1_is_resumed() {
     let log = w.log(card).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.trigger, "realname");
-    assert!(logs_contain(
-        "卡实名状态变更: cardID=100, 0→1，触发激活任务和复机评估"
-    ));
+    logs_assert(common::line_with(&[
+        "卡实名状态变更: 0→1，触发激活任务和复机评估",
+        "card_id=100",
+    ]));
     assert_score(
         w.score(card, TaskType::Realname).await,
         w.at(REALNAME_SECS),
@@ -191,7 +192,7 @@ async fn query_failure_retries() {
 
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Failure);
     assert_eq!(w.db_card(card).await.updated_at, before.updated_at);
-    assert!(logs_contain("实名查询失败: cardID=103"));
+    logs_assert(common::line_with(&["实名查询失败", "card_id=103"]));
     assert_score(
         w.score(card, TaskType::Realname).await,
         w.at(RETRY_SECS),

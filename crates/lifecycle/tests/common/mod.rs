@@ -221,3 +221,15 @@ impl World {
         self.stores.configs.clone()
     }
 }
+
+/// For `tracing_test::logs_assert`: some captured line holds every one of `parts` (a message
+/// and the structured fields attached to it, e.g. `card_id=100`).
+pub fn line_with<'a>(parts: &'a [&'a str]) -> impl Fn(&[&str]) -> Result<(), String> + 'a {
+    move |lines: &[&str]| {
+        if lines.iter().any(|l| parts.iter().all(|p| l.contains(p))) {
+            Ok(())
+        } else {
+            Err(format!("no log line with all of {parts:?}"))
+        }
+    }
+}
