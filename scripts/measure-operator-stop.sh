@@ -23,7 +23,7 @@ cleanup() {
     wait 2>/dev/null || true
     redis-cli -p $redis_port shutdown nosave >/dev/null 2>&1 || true
     psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
-    rm -rf "$work"
+    if [ -n "${KEEP:-}" ]; then echo "kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -59,12 +59,23 @@ code=$(curl -sS -o "$work/answer.json" -w '%{http_code}' -X POST \
     "http://$api/api/admin/cards/$card/stop" -H "Authorization: Bearer $key")
 sleep 1
 kill $mon 2>/dev/null || true
-tail -c +$((offset + 1)) "$pglog" | grep -E "LOG:  (statement|execute)" >"$work/pg.log" || true
+# A statement's text may span lines: join the continuation lines to their entry first.
+tail -c +$((offset + 1)) "$pglog" |
+    awk '/^[0-9][0-9][0-9][0-9]-/ { if (entry) print entry; entry = $0; next } { entry = entry " " $0 } END { if (entry) print entry }' |
+    grep -E "LOG:  (statement|execute)" >"$work/pg.log" || true
 
 echo "operator stop of card $card: HTTP $code"
 echo "PostgreSQL statements:        $(wc -l <"$work/pg.log")"
 echo "  of which BEGIN/COMMIT:      $(grep -ciE ': (BEGIN|COMMIT)' "$work/pg.log" || true)"
-echo "  card-row reads (tb_iot_card SELECT, not the FOR UPDATE of the writes):" \
-     "$(grep -iE 'SELECT' "$work/pg.log" | grep -i 'FROM tb_iot_card' | grep -vic 'FOR UPDATE' || true)"
-echo "Redis commands:               $(grep -c '"' "$work/monitor.log" || true)"
+echo "  card-row reads (SELECT … FROM tb_iot_card, not the writes' FOR UPDATE locks):" \
+     "$(grep -E ': SELECT' "$work/pg.log" | grep -E 'FROM "?tb_iot_card"?( |$)' | grep -vc 'FOR UPDATE' || true)"
+echo "  device polling-flag reads:  $(grep -E ': SELECT' "$work/pg.log" | grep -c 'FROM tb_device' || true)"
+echo "  the API's own audit row:    $(grep -c 'tb_admin_audit_log' "$work/pg.log" || true)"
+echo "Redis commands:               $(grep '"' "$work/monitor.log" | grep -vc ' \[0 lua\] ' || true) (and $(grep -c ' \[0 lua\] ' "$work/monitor.log" || true) inside scripts)"
+# Commands of one connection less than 1 ms apart went out together: one round trip.
+echo "Redis round trips (bursts):   $(grep '"' "$work/monitor.log" | grep -v ' \[0 lua\] ' |
+    awk '{ t = $1; c = $3; if (!(c in last) || t - last[c] > 0.001) n++; last[c] = t } END { print n + 0 }')"
+echo "queue alignments (bursts on polling:shard:* keys): $(grep '"polling:shard:' "$work/monitor.log" | grep -v ' \[0 lua\] ' |
+    awk '{ t = $1; c = $3; if (!(c in last) || t - last[c] > 0.001) n++; last[c] = t } END { print n + 0 }')"
+echo "Redis commands by name:"
 grep '"' "$work/monitor.log" | sed -E 's/^[0-9.]+ \[[^]]*\] "([A-Za-z]+)".*/\1/' | sort | uniq -c | sed 's/^/  /'
