@@ -165,6 +165,22 @@ pub struct CarrierPackage {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+impl CarrierPackage {
+    /// Whether writing this report into `owner`'s packages would change nothing: a package of
+    /// `stored` with its `external_id` holds exactly the reported status, usage, limit and dates
+    /// (the fields the carrier upsert writes; see `PackageStore::upsert_carrier_packages`).
+    pub fn is_held_in(&self, stored: &[PackageUsage]) -> bool {
+        stored.iter().any(|p| {
+            p.external_id.as_deref() == Some(self.external_id.as_str())
+                && p.status == self.status
+                && p.used_mb == self.used_mb
+                && p.data_limit_mb == self.limit_mb
+                && p.activated_at == self.activated_at
+                && p.expires_at == self.expires_at
+        })
+    }
+}
+
 /// One step of a deduction: add `add_virtual_mb` to package `id`'s `used_mb`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,6 +287,55 @@ mod tests {
             reset_cycle: ResetCycle::None,
             next_reset_at: None,
             created_at: now() - Duration::days(1),
+        }
+    }
+
+    #[test]
+    fn a_report_is_held_only_by_a_package_equal_in_every_written_field() {
+        let mut stored = pkg(1, Some(dec!(100)), dec!(1), dec!(5.0), 30);
+        stored.external_id = Some("P-1".into());
+        let report = CarrierPackage {
+            external_id: "P-1".into(),
+            status: PackageStatus::Active,
+            used_mb: dec!(5),
+            limit_mb: Some(dec!(100.00)),
+            activated_at: stored.activated_at,
+            expires_at: stored.expires_at,
+        };
+        let held = std::slice::from_ref(&stored);
+        assert!(
+            report.is_held_in(held),
+            "5.0 and 5, 100 and 100.00 are the same numbers"
+        );
+        assert!(!report.is_held_in(&[]), "unknown: inserted");
+        let changed = [
+            CarrierPackage {
+                external_id: "P-2".into(),
+                ..report.clone()
+            },
+            CarrierPackage {
+                status: PackageStatus::Expired,
+                ..report.clone()
+            },
+            CarrierPackage {
+                used_mb: dec!(5.5),
+                ..report.clone()
+            },
+            CarrierPackage {
+                limit_mb: None,
+                ..report.clone()
+            },
+            CarrierPackage {
+                activated_at: None,
+                ..report.clone()
+            },
+            CarrierPackage {
+                expires_at: stored.expires_at.map(|e| e + Duration::seconds(1)),
+                ..report.clone()
+            },
+        ];
+        for c in changed {
+            assert!(!c.is_held_in(held), "{c:?}");
         }
     }
 

@@ -123,6 +123,24 @@ pub struct Paged<T> {
     pub page_size: u32,
 }
 
+/// A card as a poll starts from it (see [`CardStore::facts_of`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardFacts {
+    pub card: Card,
+    /// The polling switch of the card's device; `None`: standalone, or the device row is gone.
+    pub device_polling: Option<bool>,
+    /// The packages covering the card (its device's when bound, else its own), by id; empty
+    /// when not asked for.
+    pub packages: Vec<PackageUsage>,
+}
+
+impl CardFacts {
+    /// Whether the card may be polled: its own switch and its device's.
+    pub fn polling_enabled(&self) -> bool {
+        self.card.polling_allowed(self.device_polling)
+    }
+}
+
 /// Cards: `tb_iot_card`, with its audit table `tb_card_state_log` and usage history
 /// `tb_data_usage_record`.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -130,6 +148,9 @@ pub struct Paged<T> {
 pub trait CardStore: Send + Sync {
     async fn get(&self, id: CardId) -> StoreResult<Option<Card>>;
     async fn get_many(&self, ids: &[CardId]) -> StoreResult<Vec<Card>>;
+    /// What the polls of `ids` start from, in one statement: each live card among them (by
+    /// id), its device's polling switch, and with `packages` every package covering it.
+    async fn facts_of(&self, ids: &[CardId], packages: bool) -> StoreResult<Vec<CardFacts>>;
     async fn insert(&self, card: &NewCard) -> StoreResult<Card>;
     /// Inserts many cards in one statement per chunk (100,000 rows take about a second);
     /// returns their ids in input order. All or nothing.

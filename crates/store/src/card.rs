@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use batch::Batcher;
 use chrono::{DateTime, Utc};
 use domain::store::{
-    CardStore, IntentClose, Page, Paged, RealNameWrite, StateWrite, StoreResult, UsageRecorded,
+    CardFacts, CardStore, IntentClose, Page, Paged, RealNameWrite, StateWrite, StoreResult,
+    UsageRecorded,
 };
 use domain::{
     Card, CardFilter, CardId, CardMatchFields, CardStateLog, DeviceId, GatewayOutcome, MonthUsage,
@@ -26,6 +27,7 @@ use sea_orm::{
     UpdateMany,
 };
 
+mod facts;
 mod scan;
 
 /// The PostgreSQL [`CardStore`]. Cheap to clone: the connection is a pool.
@@ -95,6 +97,10 @@ impl CardStore for PgCardStore {
         )
         .await?;
         rows.into_iter().map(convert::card).collect()
+    }
+
+    async fn facts_of(&self, ids: &[CardId], packages: bool) -> StoreResult<Vec<CardFacts>> {
+        self.read_facts(ids, packages).await
     }
 
     async fn insert(&self, card: &NewCard) -> StoreResult<Card> {

@@ -11,6 +11,7 @@
 //! is aligned with the config it matches now instead).
 
 use crate::{HandlerError, Outcome, PollingBase, telemetry};
+use domain::store::CardFacts;
 use domain::{Card, CardId, CardIdentity, TaskType};
 use gateway::GatewayError;
 use std::future::Future;
@@ -58,20 +59,71 @@ enum Ended {
     Disabled,
 }
 
+/// What a poll starts from: the card's identity (the usage poll, through the card cache) or its
+/// facts as the store holds them (the real-name, package and protect polls).
+pub(crate) trait Start {
+    /// The card's and its device's polling switches are both on.
+    fn polling_enabled(&self) -> bool;
+}
+
+impl Start for CardIdentity {
+    fn polling_enabled(&self) -> bool {
+        self.polling_enabled
+    }
+}
+
+impl Start for CardFacts {
+    fn polling_enabled(&self) -> bool {
+        CardFacts::polling_enabled(self)
+    }
+}
+
+/// The protect check's start: the facts, and the periods it reads.
+impl<T> Start for (CardFacts, T) {
+    fn polling_enabled(&self) -> bool {
+        self.0.polling_enabled()
+    }
+}
+
+async fn load_and_poll<S, L, F, Fut>(load: L, poll: F) -> Result<Ended, HandlerError>
+where
+    S: Start,
+    L: Future<Output = Result<Option<S>, HandlerError>>,
+    F: FnOnce(S) -> Fut,
+    Fut: Future<Output = Result<Option<Polled>, HandlerError>>,
+{
+    let Some(start) = load.await? else {
+        return Ok(Ended::Gone);
+    };
+    if !start.polling_enabled() {
+        return Ok(Ended::Disabled);
+    }
+    Ok(poll(start).await?.map_or(Ended::Gone, Ended::Polled))
+}
+
 impl PollingBase {
     /// Runs one poll of `card_id` for `task`: takes the type's slot (pool full: rescheduled for
-    /// now, [`Outcome::RequeuedFull`]), reads the card's identity through the cache, runs `poll`, gives the slot back,
-    /// reschedules, and records counters and metrics. `poll` answers `None` when the card
-    /// disappeared under it.
-    pub(crate) async fn run<F, Fut>(&self, task: TaskType, card_id: CardId, poll: F) -> Outcome
+    /// now, [`Outcome::RequeuedFull`]), reads what the poll starts from (`load`: the card's
+    /// identity through the cache, or its facts from the store), runs `poll`, gives the slot
+    /// back, reschedules, and records counters and metrics. `load` and `poll` answer `None` when
+    /// the card does not exist (any more).
+    pub(crate) async fn run<S, L, F, Fut>(
+        &self,
+        task: TaskType,
+        card_id: CardId,
+        load: L,
+        poll: F,
+    ) -> Outcome
     where
-        F: FnOnce(CardIdentity) -> Fut + Send,
+        S: Start,
+        L: Future<Output = Result<Option<S>, HandlerError>> + Send,
+        F: FnOnce(S) -> Fut + Send,
         Fut: Future<Output = Result<Option<Polled>, HandlerError>> + Send,
     {
         let started = Instant::now();
         let outcome = match self.acquire_concurrency(task).await {
             Ok(Some(permit)) => {
-                let result = self.load_and_poll(card_id, poll).await;
+                let result = load_and_poll(load, poll).await;
                 self.release_concurrency(permit).await;
                 self.finish(task, card_id, result).await
             }
@@ -80,20 +132,6 @@ impl PollingBase {
         };
         telemetry::record_run(&self.counters, task, outcome, started.elapsed()).await;
         outcome
-    }
-
-    async fn load_and_poll<F, Fut>(&self, card_id: CardId, poll: F) -> Result<Ended, HandlerError>
-    where
-        F: FnOnce(CardIdentity) -> Fut,
-        Fut: Future<Output = Result<Option<Polled>, HandlerError>>,
-    {
-        let Some(identity) = self.get_card_with_cache(card_id).await? else {
-            return Ok(Ended::Gone);
-        };
-        if !identity.polling_enabled {
-            return Ok(Ended::Disabled);
-        }
-        Ok(poll(identity).await?.map_or(Ended::Gone, Ended::Polled))
     }
 
     /// The seed's correctness constraint: the dequeued card is rescheduled for now before the

@@ -1,11 +1,11 @@
 //! The card identities of many concurrent polls, read together: one pipeline of cache reads
 //! (`GETEX`, sliding TTL) for every card a burst of polls asks about, one store read of the
-//! cards the cache did not hold (and one of their devices' switches), one pipeline filling the
+//! cards the cache did not hold (with their devices' switches), one pipeline filling the
 //! cache. Each poll still asks for its own card and gets its own answer (see `batch`).
 
 use crate::BatchedReadError;
 use batch::Batcher;
-use domain::store::{CardStore, DeviceStore};
+use domain::store::CardStore;
 use domain::{CardId, CardIdentity};
 use polling_queue::CardCache;
 use std::collections::HashMap;
@@ -26,14 +26,10 @@ pub(crate) struct IdentityLoader {
 }
 
 impl IdentityLoader {
-    pub(crate) fn new(
-        cache: CardCache,
-        cards: Arc<dyn CardStore>,
-        devices: Arc<dyn DeviceStore>,
-    ) -> Self {
+    pub(crate) fn new(cache: CardCache, cards: Arc<dyn CardStore>) -> Self {
         let batcher = Batcher::new("card identities", MAX_BATCH, move |ids: Vec<CardId>| {
-            let (cache, cards, devices) = (cache.clone(), cards.clone(), devices.clone());
-            async move { load(&cache, cards.as_ref(), devices.as_ref(), &ids).await }
+            let (cache, cards) = (cache.clone(), cards.clone());
+            async move { load(&cache, cards.as_ref(), &ids).await }
         });
         Self { batcher }
     }
@@ -46,12 +42,7 @@ impl IdentityLoader {
     }
 }
 
-async fn load(
-    cache: &CardCache,
-    cards: &dyn CardStore,
-    devices: &dyn DeviceStore,
-    ids: &[CardId],
-) -> Vec<IdentityAnswer> {
+async fn load(cache: &CardCache, cards: &dyn CardStore, ids: &[CardId]) -> Vec<IdentityAnswer> {
     let cached = match cache.get_many(ids).await {
         Ok(cached) => cached,
         // Redis trouble must not stop polling: the store has the truth.
@@ -71,7 +62,7 @@ async fn load(
     }
     misses.sort_unstable();
     misses.dedup();
-    let read = match read_store(cards, devices, &misses).await {
+    let read = match read_store(cards, &misses).await {
         Ok(read) => read,
         Err(error) => {
             return cached
@@ -94,27 +85,15 @@ async fn load(
         .collect()
 }
 
-/// The identities of the live cards among `ids`, with their devices' switches.
+/// The identities of the live cards among `ids`, with their devices' switches (one statement).
 async fn read_store(
     cards: &dyn CardStore,
-    devices: &dyn DeviceStore,
     ids: &[CardId],
 ) -> Result<HashMap<CardId, CardIdentity>, BatchedReadError> {
-    let rows = cards.get_many(ids).await?;
-    let mut device_ids: Vec<_> = rows.iter().filter_map(|card| card.device_id).collect();
-    device_ids.sort_unstable();
-    device_ids.dedup();
-    let flags = if device_ids.is_empty() {
-        HashMap::new()
-    } else {
-        devices.enable_polling_of(&device_ids).await?
-    };
-    Ok(rows
+    Ok(cards
+        .facts_of(ids, false)
+        .await?
         .into_iter()
-        .filter(|card| card.deleted_at.is_none())
-        .map(|card| {
-            let device = card.device_id.and_then(|d| flags.get(&d).copied());
-            (card.id, card.identity(device))
-        })
+        .map(|facts| (facts.card.id, facts.card.identity(facts.device_polling)))
         .collect())
 }

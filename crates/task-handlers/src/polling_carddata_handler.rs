@@ -176,6 +176,9 @@ impl TaskHandler for PollingCarddataHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        self.base.run(TASK, card, |c| self.process_card(c)).await
+        let identity = self.base.get_card_with_cache(card);
+        self.base
+            .run(TASK, card, identity, |c| self.process_card(c))
+            .await
     }
 }

@@ -5,16 +5,16 @@
 //! `stop-resume` decide: a renewed package resumes a card stopped for `traffic_exhausted` or
 //! `no_package`. Package processing here is data collection and store writes only.
 //!
-//! Most polls change nothing: the carrier reports the packages the store already holds (the
-//! store then writes nothing, and group-commits the writes of concurrent polls). So, as the
-//! usage poll does, the handler first reads the card and its packages (together with
-//! concurrent polls) and asks the decision table, a pure function; only when the table asks
-//! for an action does it pay for `evaluate_and_act`, which takes the card's lock and decides
-//! again on fresh reads.
+//! Most polls change nothing: the carrier reports the packages the store already holds. So the
+//! handler starts from the card and its packages as read together with concurrent polls (one
+//! statement, see `snapshots`), writes only when a reported package is not held exactly (the
+//! store group-commits the writes of concurrent polls, then the card is read again), and asks
+//! the decision table, a pure function; only when the table asks for an action does it pay for
+//! `evaluate_and_act`, which takes the card's lock and decides again on fresh reads.
 
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler};
-use domain::store::PackageStore;
-use domain::{CardId, CardIdentity, PackageOwner, TaskType};
+use domain::store::{CardFacts, PackageStore};
+use domain::{CardId, PackageOwner, TaskType};
 use gateway::CarrierGateway;
 use std::sync::Arc;
 use stop_resume::{StopResumeError, StopResumeService, Trigger};
@@ -45,7 +45,8 @@ impl PollingPackageHandler {
         }
     }
 
-    async fn process_card(&self, card: CardIdentity) -> Result<Option<Polled>, HandlerError> {
+    async fn process_card(&self, facts: CardFacts) -> Result<Option<Polled>, HandlerError> {
+        let card = &facts.card;
         let reported = self
             .gateway
             .packages(card.carrier_id, &card.iccid)
@@ -55,24 +56,31 @@ impl PollingPackageHandler {
                 "套餐查询失败 (package query failed)");
                 error
             })?;
-        let owner = PackageOwner::covering(card.id, card.device_id);
-        let written = self
-            .packages
-            .upsert_carrier_packages(owner, &reported)
-            .await?;
-        debug!(card_id = %card.id, owner = ?owner, reported = reported.len(), written,
-            "carrier packages written");
-        // Read after the write: the snapshot holds the packages just written.
-        let Some(snapshot) = self.base.snapshot(card.id).await? else {
-            return Ok(None);
+        let snapshot = if reported.iter().all(|p| p.is_held_in(&facts.packages)) {
+            // The write would change nothing (see `CarrierPackage::is_held_in`).
+            facts
+        } else {
+            let owner = PackageOwner::covering(card.id, card.device_id);
+            let written = self
+                .packages
+                .upsert_carrier_packages(owner, &reported)
+                .await?;
+            debug!(card_id = %card.id, owner = ?owner, reported = reported.len(), written,
+                "carrier packages written");
+            // Read after the write: the snapshot holds the packages just written.
+            let Some(snapshot) = self.base.snapshot(card.id).await? else {
+                return Ok(None);
+            };
+            snapshot
         };
+        let card = snapshot.card.id;
         if !self
             .base
             .table_asks_for_action(&snapshot.card, &snapshot.packages)
         {
             return Ok(Some(Polled::success(snapshot.card)));
         }
-        match self.stop_resume.evaluate(card.id, Trigger::Package).await {
+        match self.stop_resume.evaluate(card, Trigger::Package).await {
             Ok(evaluated) => Ok(Some(Polled::success(evaluated.card))),
             Err(StopResumeError::CardNotFound(_)) => Ok(None),
             Err(error) => Err(error.into()),
@@ -87,6 +95,9 @@ impl TaskHandler for PollingPackageHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        self.base.run(TASK, card, |c| self.process_card(c)).await
+        let facts = self.base.snapshot(card);
+        self.base
+            .run(TASK, card, facts, |f| self.process_card(f))
+            .await
     }
 }

@@ -15,8 +15,8 @@
 //! | bound | none | any | `evaluate_and_act` |
 //!
 //! Most polls find nothing to do (no period and nothing for the decision table, or a card
-//! consistent with its period). So the handler first reads the card, its packages and its
-//! device's periods (together with concurrent polls: one store read of the cards, one of their
+//! consistent with its period). So the handler starts from the card, its packages and its
+//! device's periods (together with concurrent polls: one statement for the cards and their
 //! packages, one Redis pipeline) and applies the same table (`stop_resume::protect_decision`,
 //! a pure function). Only a decision to act pays for `enforce_protect`, which takes the card's
 //! lock and decides again on fresh reads.
@@ -25,7 +25,9 @@
 //! exempt). A card stopped by an operator (`manual`) is not force-started (invariant 5).
 
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
-use domain::{CardId, CardIdentity, TaskType};
+use domain::store::CardFacts;
+use domain::{CardId, TaskType};
+use polling_queue::ProtectState;
 use stop_resume::{
     Action, ProtectChecked, ProtectEvidence, StopResumeError, StopResumeService, protect_decision,
 };
@@ -35,8 +37,8 @@ const TASK: TaskType = TaskType::Protect;
 
 /// What the unlocked preview found.
 enum Preview {
-    /// Nothing to do: the poll's result (`None`: the card is gone).
-    Done(Option<Polled>),
+    /// Nothing to do: the poll's result.
+    Done(Polled),
     /// The check would act: the locked path reads again and decides.
     Act,
 }
@@ -53,37 +55,34 @@ impl PollingProtectHandler {
     }
 
     /// The protect check on unlocked reads: done when it decides to do nothing (skipped or
-    /// consistent), or the card is gone; otherwise the locked path decides.
-    async fn preview(&self, card: CardId) -> Result<Preview, HandlerError> {
-        let Some(snapshot) = self.base.snapshot(card).await? else {
-            return Ok(Preview::Done(None));
-        };
-        let protect = match snapshot.card.device_id {
-            Some(device) if snapshot.card.real_name_satisfied() => {
-                ProtectEvidence::from(self.base.protect_state(device).await?)
-            }
-            // Skipped whatever the periods are: no read.
-            _ => ProtectEvidence::default(),
-        };
+    /// consistent); otherwise the locked path decides.
+    fn preview(&self, snapshot: CardFacts, periods: Option<ProtectState>) -> Preview {
+        let card = snapshot.card.id;
+        // Unread (`None`) for a card the check skips whatever the periods are.
+        let protect = periods.map(ProtectEvidence::from).unwrap_or_default();
         let decision =
             protect_decision(&snapshot.card, &snapshot.packages, protect, self.base.now());
         match decision {
             None => {
                 debug!(card_id = %card, "standalone or not real-named card: protect check skipped");
-                Ok(Preview::Done(Some(Polled::skipped(snapshot.card))))
+                Preview::Done(Polled::skipped(snapshot.card))
             }
             Some(decision) if matches!(decision.action, Action::Nothing { .. }) => {
-                Ok(Preview::Done(Some(Polled::success(snapshot.card))))
+                Preview::Done(Polled::success(snapshot.card))
             }
-            Some(_) => Ok(Preview::Act),
+            Some(_) => Preview::Act,
         }
     }
 
-    async fn process_card(&self, card: CardIdentity) -> Result<Option<Polled>, HandlerError> {
-        if let Preview::Done(polled) = self.preview(card.id).await? {
-            return Ok(polled);
+    async fn process_card(
+        &self,
+        (facts, periods): (CardFacts, Option<ProtectState>),
+    ) -> Result<Option<Polled>, HandlerError> {
+        let card = facts.card.id;
+        if let Preview::Done(polled) = self.preview(facts, periods) {
+            return Ok(Some(polled));
         }
-        match self.stop_resume.enforce_protect(card.id).await {
+        match self.stop_resume.enforce_protect(card).await {
             Ok(ProtectChecked::Skipped { card }) => Ok(Some(Polled::skipped(card))),
             Ok(ProtectChecked::Decided(evaluated)) => {
                 match evaluated.decision.action {
@@ -110,6 +109,9 @@ impl TaskHandler for PollingProtectHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        self.base.run(TASK, card, |c| self.process_card(c)).await
+        let start = self.base.protect_snapshot(card);
+        self.base
+            .run(TASK, card, start, |s| self.process_card(s))
+            .await
     }
 }

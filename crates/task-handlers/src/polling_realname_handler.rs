@@ -1,18 +1,16 @@
 //! The real-name poll (seed: `polling_realname_handler.go`).
 //!
-//! Asks the carrier for the card's real-name status and writes it only when it changed (the
-//! card is read first, together with the cards of concurrent polls; the write is a
-//! compare-and-set, group-committed). Before a change is written the card joins the queues its
+//! Reads the card (together with the cards of concurrent polls: one statement, see
+//! `snapshots`), asks the carrier for its real-name status and writes it only when it differs
+//! from the card as read (the write is a compare-and-set, group-committed). Before a change is written the card joins the queues its
 //! new config schedules; after it, its queues are aligned (entries no longer scheduled leave). On
 //! 0 -> 1 it activates the packages waiting for real-name (the card's, or its device's) and
 //! then asks `stop-resume` to evaluate, so a card stopped for `not_realname` resumes at once
 //! instead of at its next usage or package poll.
 
 use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
-use domain::store::{CardStore, PackageStore};
-use domain::{
-    Card, CardId, CardIdentity, NetworkStatus, PackageOwner, RealNameStatus, StopReason, TaskType,
-};
+use domain::store::{CardFacts, CardStore, PackageStore};
+use domain::{Card, CardId, NetworkStatus, PackageOwner, RealNameStatus, StopReason, TaskType};
 use gateway::CarrierGateway;
 use std::sync::Arc;
 use stop_resume::{StopResumeService, Trigger};
@@ -46,20 +44,20 @@ impl PollingRealnameHandler {
         }
     }
 
-    async fn process_card(&self, identity: CardIdentity) -> Result<Option<Polled>, HandlerError> {
+    async fn process_card(&self, facts: CardFacts) -> Result<Option<Polled>, HandlerError> {
+        let mut card = facts.card;
         let status = self
             .gateway
-            .realname(identity.carrier_id, &identity.iccid)
+            .realname(card.carrier_id, &card.iccid)
             .await
             .map_err(|error| {
-                warn!(card_id = %identity.id, %error,
+                warn!(card_id = %card.id, %error,
                 "实名查询失败 (real-name query failed)");
                 error
             })?;
-        // The common poll changes nothing: read (with the concurrent polls' cards) and compare.
-        let Some(mut card) = self.base.card_now(identity.id).await? else {
-            return Ok(None);
-        };
+        // The common poll changes nothing: compare with the card as read before the carrier was
+        // asked. A status written meanwhile by another poll of the card is that poll's to
+        // follow; the next poll compares again.
         if card.real_name_status == status {
             return self.unchanged(card).await;
         }
@@ -70,7 +68,7 @@ impl PollingRealnameHandler {
         self.base.lifecycle.add_scheduled(&card).await?;
         // Compare-and-set in the statement: whether the status changed is the database's
         // answer, not the comparison above (another poll of the card may have written it).
-        let Some(written) = self.cards.set_real_name(identity.id, status).await? else {
+        let Some(written) = self.cards.set_real_name(card.id, status).await? else {
             return Ok(None);
         };
         let mut card = written.card;
@@ -149,6 +147,9 @@ impl TaskHandler for PollingRealnameHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        self.base.run(TASK, card, |c| self.process_card(c)).await
+        let facts = self.base.card_now(card);
+        self.base
+            .run(TASK, card, facts, |f| self.process_card(f))
+            .await
     }
 }

@@ -80,14 +80,10 @@ impl HandlerDeps {
             queue: self.queue.clone(),
             semaphore: self.semaphore.clone(),
             cache: self.cache.clone(),
-            identities: IdentityLoader::new(
-                self.cache.clone(),
-                self.cards.clone(),
-                self.devices.clone(),
-            ),
+            identities: IdentityLoader::new(self.cache.clone(), self.cards.clone()),
             snapshots: SnapshotLoader::new(
                 self.cards.clone(),
-                self.packages.clone(),
+                self.cache.clone(),
                 self.protect.clone(),
             ),
             counters: self.counters.clone(),

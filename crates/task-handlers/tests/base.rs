@@ -3,7 +3,7 @@
 mod common;
 
 use common::{CARDDATA_SECS, CardSpec, World, assert_score};
-use domain::store::MockCardStore;
+use domain::store::{CardFacts, MockCardStore};
 use domain::{CardId, PackageOwner, TaskType};
 use fred::prelude::*;
 use gateway_sim::FaultsPatch;
@@ -59,11 +59,18 @@ async fn cache_miss_reads_the_store_and_fills_the_cache() {
     let mut store = MockCardStore::new();
     let from_db = row.clone();
     store.expect_get().never();
+    store.expect_get_many().never();
     store
-        .expect_get_many()
+        .expect_facts_of()
         .times(1)
-        .withf(move |ids| ids == [card])
-        .returning(move |_| Ok(vec![from_db.clone()]));
+        .withf(move |ids, packages| ids == [card] && !packages)
+        .returning(move |_, _| {
+            Ok(vec![CardFacts {
+                card: from_db.clone(),
+                device_polling: None,
+                packages: Vec::new(),
+            }])
+        });
 
     let got = base_with(&w, store)
         .get_card_with_cache(card)

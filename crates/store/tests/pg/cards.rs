@@ -523,3 +523,100 @@ async fn device_round_trip_and_soft_delete_unbinds_cards() -> anyhow::Result<()>
     ));
     Ok(())
 }
+
+/// `facts_of`: each live card once, by id, with its device's switch (`None` standalone or for a
+/// deleted device) and, when asked, exactly the packages covering it: the device's for a bound
+/// card (not its own), the card's own for a standalone one.
+#[tokio::test]
+async fn facts_of_reads_cards_switches_and_covering_packages_in_one_go() -> anyhow::Result<()> {
+    let (_db, s) = setup().await?;
+    let device = s
+        .devices
+        .insert(&NewDevice {
+            device_no: "D-F".into(),
+            enable_polling: false,
+        })
+        .await?;
+    let gone = s
+        .devices
+        .insert(&NewDevice {
+            device_no: "D-G".into(),
+            enable_polling: false,
+        })
+        .await?;
+    let bound = s
+        .cards
+        .insert(&bound_card("8986000000000000101", device.id))
+        .await?;
+    let orphan = s
+        .cards
+        .insert(&bound_card("8986000000000000102", gone.id))
+        .await?;
+    let alone = s.cards.insert(&new_card("8986000000000000103")).await?;
+    let deleted = s.cards.insert(&new_card("8986000000000000104")).await?;
+    assert!(s.devices.soft_delete(gone.id).await?);
+    assert!(s.cards.soft_delete(deleted.id).await?);
+    let (t0, t1) = (now() - Duration::days(1), now() + Duration::days(30));
+    let usage = |owner| active_usage(owner, Some(dec!(100)), dec!(1), dec!(0), t0, t1);
+    let on_device = s
+        .packages
+        .create_usage(&usage(PackageOwner::Device(device.id)))
+        .await?;
+    let second = s
+        .packages
+        .create_usage(&usage(PackageOwner::Device(device.id)))
+        .await?;
+    let own_of_bound = s
+        .packages
+        .create_usage(&usage(PackageOwner::Card(bound.id)))
+        .await?;
+    let on_alone = s
+        .packages
+        .create_usage(&usage(PackageOwner::Card(alone.id)))
+        .await?;
+
+    let ids = [
+        alone.id,
+        deleted.id,
+        bound.id,
+        CardId(999_999),
+        orphan.id,
+        bound.id,
+    ];
+    let facts = s.cards.facts_of(&ids, true).await?;
+    let by_id: Vec<_> = facts
+        .iter()
+        .map(|f| {
+            (
+                f.card.id,
+                f.device_polling,
+                f.packages.iter().map(|p| p.id).collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_id,
+        vec![
+            (bound.id, Some(false), vec![on_device.id, second.id]),
+            (orphan.id, None, vec![]),
+            (alone.id, None, vec![on_alone.id]),
+        ]
+    );
+    assert!(!by_id.iter().any(|(_, _, p)| p.contains(&own_of_bound.id)));
+    assert_eq!(
+        facts[0].card,
+        s.cards.get(bound.id).await?.expect("bound card")
+    );
+    assert_eq!(facts[0].packages[0], on_device);
+    assert!(!facts[0].polling_enabled(), "its device's switch is off");
+    assert!(
+        facts[1].polling_enabled(),
+        "a deleted device does not hold the card back"
+    );
+
+    let without = s.cards.facts_of(&ids, false).await?;
+    assert_eq!(without.len(), 3);
+    assert!(without.iter().all(|f| f.packages.is_empty()));
+    assert!(s.cards.facts_of(&[], true).await?.is_empty());
+    Ok(())
+}
