@@ -157,68 +157,69 @@ impl TokenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A token source that counts its fetches; the `n`-th fetch (from 0) answers `answer(n)`.
+    struct Fetches<A> {
+        count: AtomicU32,
+        answer: A,
+    }
+
+    impl<A: Fn(u32) -> Result<(String, Duration), GatewayError>> Fetches<A> {
+        fn new(answer: A) -> Self {
+            Self {
+                count: AtomicU32::new(0),
+                answer,
+            }
+        }
+
+        async fn fetch(&self) -> Result<(String, Duration), GatewayError> {
+            (self.answer)(self.count.fetch_add(1, Ordering::SeqCst))
+        }
+
+        fn count(&self) -> u32 {
+            self.count.load(Ordering::SeqCst)
+        }
+    }
 
     #[tokio::test]
     async fn one_fetch_serves_until_renewal_and_invalidation() {
-        let cache = Arc::new(TokenCache::default());
-        let fetched = Arc::new(AtomicU32::new(0));
-        let fetch = || {
-            let fetched = fetched.clone();
-            async move {
-                let n = fetched.fetch_add(1, Ordering::SeqCst) + 1;
-                Ok((format!("t{n}"), Duration::from_secs(3600)))
-            }
-        };
+        let cache = TokenCache::default();
+        let tokens = Fetches::new(|n| Ok((format!("t{}", n + 1), Duration::from_secs(3600))));
+        let fetch = || tokens.fetch();
         assert_eq!(cache.get(fetch).await.unwrap(), "t1");
         assert_eq!(cache.get(fetch).await.unwrap(), "t1");
         cache.invalidate("t0").await;
         assert_eq!(cache.get(fetch).await.unwrap(), "t1");
         cache.invalidate("t1").await;
         assert_eq!(cache.get(fetch).await.unwrap(), "t2");
-        assert_eq!(fetched.load(Ordering::SeqCst), 2);
+        assert_eq!(tokens.count(), 2);
     }
 
     #[tokio::test]
     async fn a_refusal_of_the_credentials_is_answered_from_memory() {
         let cache = TokenCache::default();
-        let asked = AtomicU32::new(0);
-        let fetch = || async {
-            asked.fetch_add(1, Ordering::SeqCst);
-            Err::<(String, Duration), _>(GatewayError::Auth("refused".into()))
-        };
+        let refusals = Fetches::new(|_| Err(GatewayError::Auth("refused".into())));
         for _ in 0..5 {
-            assert!(matches!(cache.get(fetch).await, Err(GatewayError::Auth(_))));
+            let got = cache.get(|| refusals.fetch()).await;
+            assert!(matches!(got, Err(GatewayError::Auth(_))));
         }
-        assert_eq!(
-            asked.load(Ordering::SeqCst),
-            1,
-            "one login attempt per hold"
-        );
+        assert_eq!(refusals.count(), 1, "one login attempt per hold");
         // Other failures (the platform away) are not remembered.
-        let timeouts = AtomicU32::new(0);
         let other = TokenCache::default();
-        let fetch = || async {
-            timeouts.fetch_add(1, Ordering::SeqCst);
-            Err::<(String, Duration), _>(GatewayError::Timeout)
-        };
-        let _ = other.get(fetch).await;
-        let _ = other.get(fetch).await;
-        assert_eq!(timeouts.load(Ordering::SeqCst), 2);
+        let timeouts = Fetches::new(|_| Err(GatewayError::Timeout));
+        let _ = other.get(|| timeouts.fetch()).await;
+        let _ = other.get(|| timeouts.fetch()).await;
+        assert_eq!(timeouts.count(), 2);
     }
 
     #[tokio::test]
     async fn a_short_lived_token_is_renewed_early() {
         let cache = TokenCache::default();
-        let n = AtomicU32::new(0);
-        let fetch = || async {
-            let i = n.fetch_add(1, Ordering::SeqCst);
-            Ok((format!("t{i}"), Duration::from_millis(50)))
-        };
-        assert_eq!(cache.get(fetch).await.unwrap(), "t0");
+        let tokens = Fetches::new(|n| Ok((format!("t{n}"), Duration::from_millis(50))));
+        assert_eq!(cache.get(|| tokens.fetch()).await.unwrap(), "t0");
         tokio::time::sleep(Duration::from_millis(45)).await;
         // 45 ms of a 50 ms token: past 80%, renewed.
-        assert_eq!(cache.get(fetch).await.unwrap(), "t1");
+        assert_eq!(cache.get(|| tokens.fetch()).await.unwrap(), "t1");
     }
 }
