@@ -29,7 +29,8 @@ use domain::{
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
-use wire::{encode, sign};
+pub use wire::sign;
+use wire::encode;
 
 /// Most numbers one batch query carries (the platform's documented limit).
 const PLATFORM_BATCH_MAX: usize = 100;
