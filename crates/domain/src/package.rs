@@ -162,8 +162,8 @@ impl NewPackageUsage {
         used_mb: Megabytes,
         activated_at: DateTime<Utc>,
         expires_at: DateTime<Utc>,
-    ) -> NewPackageUsage {
-        NewPackageUsage {
+    ) -> Self {
+        Self {
             owner,
             package_id: None,
             external_id: None,
