@@ -18,6 +18,8 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use wire::sign;
+
 use super::transport::{Answer, CarrierHttp};
 use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
@@ -29,7 +31,6 @@ use domain::{
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
-pub use wire::sign;
 use wire::encode;
 
 /// Most numbers one batch query carries (the platform's documented limit).
