@@ -24,6 +24,26 @@ pub(crate) enum Attempt<R> {
     TokenRefused(R),
 }
 
+/// How an adapter gets a new token from its platform: any `Fn() -> impl Future` answering the
+/// token and how long it lives (usually `|| self.fetch_token()`).
+pub(crate) trait FetchToken {
+    type Fetching: Future<Output = Result<(String, Duration), GatewayError>>;
+
+    fn fetch(&self) -> Self::Fetching;
+}
+
+impl<G, Fut> FetchToken for G
+where
+    G: Fn() -> Fut,
+    Fut: Future<Output = Result<(String, Duration), GatewayError>>,
+{
+    type Fetching = Fut;
+
+    fn fetch(&self) -> Fut {
+        self()
+    }
+}
+
 /// How long a refusal of our credentials is answered from memory.
 pub(crate) const REFUSAL_HOLD: Duration = Duration::from_secs(30);
 
@@ -49,11 +69,7 @@ struct Cached {
 impl TokenCache {
     /// The cached token, or a fresh one from `fetch` (answering the token and its lifetime).
     /// Concurrent callers wait for one fetch.
-    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<String, GatewayError>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(String, Duration), GatewayError>>,
-    {
+    pub(crate) async fn get(&self, fetch: impl FetchToken) -> Result<String, GatewayError> {
         let mut current = self.current.lock().await;
         if let Some(c) = current.as_ref()
             && Instant::now() < c.renew_at
@@ -65,7 +81,7 @@ impl TokenCache {
         {
             return Err(e.clone());
         }
-        let (value, lifetime) = match fetch().await {
+        let (value, lifetime) = match fetch.fetch().await {
             Ok(v) => v,
             Err(e) => {
                 if matches!(e, GatewayError::Auth(_)) {
@@ -87,20 +103,18 @@ impl TokenCache {
     /// calls the token invalid ([`Attempt::TokenRefused`]: expired mid-run, revoked), the token
     /// is dropped and the request goes once more with a new one. `Ok(Err(r))`: the platform
     /// refused a freshly issued token too, for the caller to word as `Auth`.
-    pub(crate) async fn authed<R, F, Fut, G, GFut>(
+    pub(crate) async fn authed<R, F, Fut>(
         &self,
-        fetch: G,
+        fetch: impl FetchToken,
         attempt: F,
     ) -> Result<Result<R, R>, GatewayError>
     where
-        G: Fn() -> GFut,
-        GFut: Future<Output = Result<(String, Duration), GatewayError>>,
         F: Fn(String) -> Fut,
         Fut: Future<Output = Result<Attempt<R>, GatewayError>>,
     {
         let mut renewed = false;
         loop {
-            let token = self.get(&fetch).await?;
+            let token = self.get(|| fetch.fetch()).await?;
             match attempt(token.clone()).await? {
                 Attempt::Done(r) => return Ok(Ok(r)),
                 Attempt::TokenRefused(r) => {
@@ -117,19 +131,14 @@ impl TokenCache {
     /// [`TokenCache::authed`] for the platforms that answer an invalid Bearer token with HTTP 401:
     /// `build(token)` is the request, sent through `http` as a command or a query.
     /// `Ok(Err(answer))`: the second 401.
-    pub(crate) async fn bearer<F, G, GFut>(
+    pub(crate) async fn bearer(
         &self,
         http: &CarrierHttp,
         call: &'static str,
         command: bool,
-        fetch: G,
-        build: F,
-    ) -> Result<Result<Answer, Answer>, GatewayError>
-    where
-        G: Fn() -> GFut,
-        GFut: Future<Output = Result<(String, Duration), GatewayError>>,
-        F: Fn(&str) -> reqwest::RequestBuilder,
-    {
+        fetch: impl FetchToken,
+        build: impl Fn(&str) -> reqwest::RequestBuilder,
+    ) -> Result<Result<Answer, Answer>, GatewayError> {
         self.authed(fetch, |token| {
             let req = build(&token);
             async move {
