@@ -11,7 +11,7 @@
 use chrono::{TimeZone, Utc};
 use domain::{MonthUsage, apply_month_total};
 use domain::{
-    CardId, MonthCounters, PackageOwner, PackageStatus, PackageUsage, PackageUsageId, ResetCycle,
+    CardId, MonthCounters, NewPackageUsage, PackageOwner, PackageUsage, PackageUsageId,
     plan_deduction,
 };
 use gateway::protocol::{
@@ -32,22 +32,11 @@ fn usage(bytes: &[u8]) -> Option<MonthUsage> {
 
 fn package(id: i64, limit: Option<Decimal>, ratio: Decimal) -> PackageUsage {
     let now = Utc.timestamp_opt(1_780_000_000, 0).single().unwrap_or_default();
-    PackageUsage {
-        id: PackageUsageId(id),
-        owner: PackageOwner::Card(CardId(1)),
-        package_id: None,
-        external_id: None,
-        status: PackageStatus::Active,
-        data_limit_mb: limit,
-        virtual_ratio: ratio,
-        used_mb: Decimal::from(100),
-        activate_on_realname: false,
-        activated_at: Some(now - chrono::Duration::days(1)),
-        expires_at: Some(now + chrono::Duration::days(30)),
-        reset_cycle: ResetCycle::None,
-        next_reset_at: None,
-        created_at: now,
-    }
+    let owner = PackageOwner::Card(CardId(1));
+    let bought = now - chrono::Duration::days(1);
+    let expires = now + chrono::Duration::days(30);
+    NewPackageUsage::active(owner, limit, ratio, Decimal::from(100), bought, expires)
+        .stored(PackageUsageId(id), now)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -10,43 +10,27 @@ mod sql_migration;
 
 use sql_migration::SqlMigration;
 
+/// The migration `m<stem>`, run from `sql/<stem>.up.sql` and undone by `sql/<stem>.down.sql`:
+/// one stem names the migration and both its files, so they cannot drift apart.
+macro_rules! sql_migration {
+    ($stem:literal) => {
+        SqlMigration {
+            name: concat!("m", $stem),
+            up: include_str!(concat!("../sql/", $stem, ".up.sql")),
+            down: include_str!(concat!("../sql/", $stem, ".down.sql")),
+        }
+    };
+}
+
 /// Every migration, in order.
 const MIGRATIONS: &[SqlMigration] = &[
-    SqlMigration {
-        name: "m0001_initial",
-        up: include_str!("../sql/0001_initial.up.sql"),
-        down: include_str!("../sql/0001_initial.down.sql"),
-    },
-    SqlMigration {
-        name: "m0002_reset_anchor",
-        up: include_str!("../sql/0002_reset_anchor.up.sql"),
-        down: include_str!("../sql/0002_reset_anchor.down.sql"),
-    },
-    SqlMigration {
-        name: "m0003_usage_order",
-        up: include_str!("../sql/0003_usage_order.up.sql"),
-        down: include_str!("../sql/0003_usage_order.down.sql"),
-    },
-    SqlMigration {
-        name: "m0004_admin_api",
-        up: include_str!("../sql/0004_admin_api.up.sql"),
-        down: include_str!("../sql/0004_admin_api.down.sql"),
-    },
-    SqlMigration {
-        name: "m0005_ops_monitoring_cleanup",
-        up: include_str!("../sql/0005_ops_monitoring_cleanup.up.sql"),
-        down: include_str!("../sql/0005_ops_monitoring_cleanup.down.sql"),
-    },
-    SqlMigration {
-        name: "m0006_stop_resume_intent",
-        up: include_str!("../sql/0006_stop_resume_intent.up.sql"),
-        down: include_str!("../sql/0006_stop_resume_intent.down.sql"),
-    },
-    SqlMigration {
-        name: "m0007_carriers",
-        up: include_str!("../sql/0007_carriers.up.sql"),
-        down: include_str!("../sql/0007_carriers.down.sql"),
-    },
+    sql_migration!("0001_initial"),
+    sql_migration!("0002_reset_anchor"),
+    sql_migration!("0003_usage_order"),
+    sql_migration!("0004_admin_api"),
+    sql_migration!("0005_ops_monitoring_cleanup"),
+    sql_migration!("0006_stop_resume_intent"),
+    sql_migration!("0007_carriers"),
 ];
 
 /// The migrator both binaries and the test harness run.

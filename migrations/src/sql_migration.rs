@@ -17,18 +17,19 @@ impl MigrationName for SqlMigration {
 #[async_trait::async_trait]
 impl MigrationTrait for SqlMigration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .get_connection()
-            .execute_unprepared(self.up)
-            .await
-            .map(|_| ())
+        execute(manager, self.up).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .get_connection()
-            .execute_unprepared(self.down)
-            .await
-            .map(|_| ())
+        execute(manager, self.down).await
     }
+}
+
+/// Runs one migration file as it stands, unprepared, since it may hold several statements.
+async fn execute(manager: &SchemaManager<'_>, sql: &str) -> Result<(), DbErr> {
+    manager
+        .get_connection()
+        .execute_unprepared(sql)
+        .await
+        .map(|_| ())
 }

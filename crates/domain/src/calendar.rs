@@ -142,6 +142,22 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// One month after `from` on the Shanghai calendar, on `anchor` clamped to that month.
+    fn next_month(from: DateTime<Utc>, anchor: u32) -> DateTime<Utc> {
+        add_months_anchored(from, 1, anchor, &Shanghai)
+    }
+
+    /// Each `(from, anchor, expected)`: one anchored month after `from` is `expected`.
+    fn assert_next_months(cases: &[(DateTime<Utc>, u32, DateTime<Utc>)]) {
+        for &(from, anchor, expected) in cases {
+            assert_eq!(
+                next_month(from, anchor),
+                expected,
+                "from {from}, anchor {anchor}"
+            );
+        }
+    }
+
     #[test]
     fn month_lengths_with_leap_years() {
         assert_eq!(days_in_month(2026, 1), 31);
@@ -169,43 +185,25 @@ mod tests {
             ]
         );
         // Chained from the clamped date with the anchor, March is the 31st again.
-        assert_eq!(
-            add_months_anchored(sh(2027, 2, 28, 0, 0), 1, 31, &Shanghai),
-            sh(2027, 3, 31, 0, 0)
-        );
+        assert_eq!(next_month(sh(2027, 2, 28, 0, 0), 31), sh(2027, 3, 31, 0, 0));
     }
 
     #[test]
     fn leap_february_is_the_29th() {
-        let jan31 = sh(2028, 1, 31, 9, 30);
-        assert_eq!(
-            add_months_anchored(jan31, 1, 31, &Shanghai),
-            sh(2028, 2, 29, 9, 30)
-        );
-        assert_eq!(
-            add_months_anchored(sh(2028, 2, 29, 9, 30), 1, 30, &Shanghai),
-            sh(2028, 3, 30, 9, 30)
-        );
-        assert_eq!(
-            add_months_anchored(sh(2028, 1, 29, 0, 0), 1, 29, &Shanghai),
-            sh(2028, 2, 29, 0, 0)
-        );
-        assert_eq!(
-            add_months_anchored(sh(2027, 1, 29, 0, 0), 1, 29, &Shanghai),
-            sh(2027, 2, 28, 0, 0)
-        );
+        assert_next_months(&[
+            (sh(2028, 1, 31, 9, 30), 31, sh(2028, 2, 29, 9, 30)),
+            (sh(2028, 2, 29, 9, 30), 30, sh(2028, 3, 30, 9, 30)),
+            (sh(2028, 1, 29, 0, 0), 29, sh(2028, 2, 29, 0, 0)),
+            (sh(2027, 1, 29, 0, 0), 29, sh(2027, 2, 28, 0, 0)),
+        ]);
     }
 
     #[test]
     fn day_31_to_a_30_day_month() {
-        assert_eq!(
-            add_months_anchored(sh(2026, 3, 31, 0, 0), 1, 31, &Shanghai),
-            sh(2026, 4, 30, 0, 0)
-        );
-        assert_eq!(
-            add_months_anchored(sh(2026, 8, 31, 0, 0), 1, 31, &Shanghai),
-            sh(2026, 9, 30, 0, 0)
-        );
+        assert_next_months(&[
+            (sh(2026, 3, 31, 0, 0), 31, sh(2026, 4, 30, 0, 0)),
+            (sh(2026, 8, 31, 0, 0), 31, sh(2026, 9, 30, 0, 0)),
+        ]);
     }
 
     #[test]
@@ -214,11 +212,11 @@ mod tests {
         // added in UTC gives 2026-12-30 16:00 UTC = 2026-12-31 00:00 Shanghai.
         let due = sh(2026, 12, 1, 0, 0);
         assert_eq!(due, utc(2026, 11, 30, 16));
-        let next = add_months_anchored(due, 1, 1, &Shanghai);
+        let next = next_month(due, 1);
         assert_eq!(next, sh(2027, 1, 1, 0, 0));
         assert_eq!(next, utc(2026, 12, 31, 16));
         assert_eq!(
-            add_months_anchored(sh(2026, 12, 31, 0, 0), 1, 31, &Shanghai),
+            next_month(sh(2026, 12, 31, 0, 0), 31),
             sh(2027, 1, 31, 0, 0)
         );
     }

@@ -151,6 +151,56 @@ pub struct NewPackageUsage {
     pub next_reset_at: Option<DateTime<Utc>>,
 }
 
+impl NewPackageUsage {
+    /// An active package of `owner` from `activated_at` to `expires_at`, bought outside the
+    /// catalog: no product, no carrier identifier, no reset. The package fixtures of tests and
+    /// fuzz targets start from it and change what their case is about.
+    pub fn active(
+        owner: PackageOwner,
+        data_limit_mb: Option<Megabytes>,
+        virtual_ratio: Decimal,
+        used_mb: Megabytes,
+        activated_at: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            owner,
+            package_id: None,
+            external_id: None,
+            status: PackageStatus::Active,
+            data_limit_mb,
+            virtual_ratio,
+            used_mb,
+            activate_on_realname: false,
+            activated_at: Some(activated_at),
+            expires_at: Some(expires_at),
+            reset_cycle: ResetCycle::None,
+            next_reset_at: None,
+        }
+    }
+
+    /// The row this package is once stored as `id` at `created_at`, for code that decides on
+    /// packages without a store.
+    pub fn stored(self, id: PackageUsageId, created_at: DateTime<Utc>) -> PackageUsage {
+        PackageUsage {
+            id,
+            owner: self.owner,
+            package_id: self.package_id,
+            external_id: self.external_id,
+            status: self.status,
+            data_limit_mb: self.data_limit_mb,
+            virtual_ratio: self.virtual_ratio,
+            used_mb: self.used_mb,
+            activate_on_realname: self.activate_on_realname,
+            activated_at: self.activated_at,
+            expires_at: self.expires_at,
+            reset_cycle: self.reset_cycle,
+            next_reset_at: self.next_reset_at,
+            created_at,
+        }
+    }
+}
+
 /// The carrier's view of one package, as the package poll reports it.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -272,22 +322,10 @@ mod tests {
         used: Decimal,
         days: i64,
     ) -> PackageUsage {
-        PackageUsage {
-            id: PackageUsageId(id),
-            owner: PackageOwner::Card(CardId(1)),
-            package_id: None,
-            external_id: None,
-            status: PackageStatus::Active,
-            data_limit_mb: limit,
-            virtual_ratio: ratio,
-            used_mb: used,
-            activate_on_realname: false,
-            activated_at: Some(now() - Duration::days(1)),
-            expires_at: Some(now() + Duration::days(days)),
-            reset_cycle: ResetCycle::None,
-            next_reset_at: None,
-            created_at: now() - Duration::days(1),
-        }
+        let (bought, expires) = (now() - Duration::days(1), now() + Duration::days(days));
+        let owner = PackageOwner::Card(CardId(1));
+        NewPackageUsage::active(owner, limit, ratio, used, bought, expires)
+            .stored(PackageUsageId(id), bought)
     }
 
     #[test]

@@ -235,7 +235,7 @@ impl HttpGateway {
             .await
             .map_err(from_reqwest)?;
         let status = resp.status();
-        let retry_after = retry_after(&resp);
+        let retry_after = retry_after(resp.headers());
         let body = resp.bytes().await.map_err(from_reqwest)?;
         if status.is_success() {
             return serde_json::from_slice(&body).map_err(|e| GatewayError::Decode(e.to_string()));
@@ -260,9 +260,10 @@ fn record(kind: CallKind, outcome: &'static str, elapsed: Option<Duration>) {
     }
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is not used by carriers we know; ignored).
-fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
-    resp.headers()
+/// `Retry-After` in seconds (the HTTP-date form is not used by carriers we know; ignored). The
+/// platform adapters read their answers' headers with it too.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
         .ok()?

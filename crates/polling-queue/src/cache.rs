@@ -105,21 +105,9 @@ impl CardCache {
         Ok(())
     }
 
-    /// Stores `card` for the TTL.
+    /// Stores `card` for the TTL (a pipeline of one `SET`).
     pub async fn set(&self, card: &CardIdentity) -> Result<(), QueueError> {
-        let key = self.keys.render(&RedisKey::Card { card: card.id });
-        let json = serde_json::to_string(card)?;
-        let _: () = self
-            .pool
-            .set(
-                key,
-                json,
-                Some(Expiration::EX(self.ttl_secs())),
-                None,
-                false,
-            )
-            .await?;
-        Ok(())
+        self.set_many(std::slice::from_ref(card)).await
     }
 
     /// Drops the snapshots of many cards in one pipeline (the cards changed outside polling:

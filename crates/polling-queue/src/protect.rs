@@ -32,51 +32,39 @@ impl ProtectKeys {
 
     /// Starts a stop protect period of `ttl`, ending any start period.
     pub async fn set_stop(&self, device: DeviceId, ttl: Duration) -> Result<(), QueueError> {
-        self.set(
-            RedisKey::ProtectStop { device },
-            RedisKey::ProtectStart { device },
-            ttl,
-        )
-        .await
+        let [stop, start] = self.period_keys(device);
+        self.set(stop, start, ttl).await
     }
 
     /// Starts a start protect period of `ttl`, ending any stop period.
     pub async fn set_start(&self, device: DeviceId, ttl: Duration) -> Result<(), QueueError> {
-        self.set(
-            RedisKey::ProtectStart { device },
-            RedisKey::ProtectStop { device },
-            ttl,
-        )
-        .await
+        let [stop, start] = self.period_keys(device);
+        self.set(start, stop, ttl).await
     }
 
-    async fn set(&self, on: RedisKey, off: RedisKey, ttl: Duration) -> Result<(), QueueError> {
+    /// The keys of `device`'s stop and start periods, in that order.
+    fn period_keys(&self, device: DeviceId) -> [String; 2] {
+        [
+            self.keys.render(&RedisKey::ProtectStop { device }),
+            self.keys.render(&RedisKey::ProtectStart { device }),
+        ]
+    }
+
+    async fn set(&self, on: String, off: String, ttl: Duration) -> Result<(), QueueError> {
         // Two keys may live on two cluster nodes: a pipeline, not MULTI. The delete goes first,
         // so a reader never sees both set.
         let pipe = self.pool.next().pipeline();
-        let _: () = pipe.del(self.keys.render(&off)).await?;
+        let _: () = pipe.del(off).await?;
         let px = Expiration::PX(ttl.as_millis().max(1) as i64);
-        let _: () = pipe
-            .set(self.keys.render(&on), 1, Some(px), None, false)
-            .await?;
+        let _: () = pipe.set(on, 1, Some(px), None, false).await?;
         let _: Vec<fred::types::Value> = pipe.all().await?;
         Ok(())
     }
 
     /// Which periods `device` is in now.
     pub async fn protect_state(&self, device: DeviceId) -> Result<ProtectState, QueueError> {
-        let pipe = self.pool.next().pipeline();
-        let _: () = pipe
-            .exists(self.keys.render(&RedisKey::ProtectStop { device }))
-            .await?;
-        let _: () = pipe
-            .exists(self.keys.render(&RedisKey::ProtectStart { device }))
-            .await?;
-        let (stop, start): (i64, i64) = pipe.all().await?;
-        Ok(ProtectState {
-            stop: stop > 0,
-            start: start > 0,
-        })
+        let states = self.protect_states(&[device]).await?;
+        Ok(states.first().copied().unwrap_or_default())
     }
 
     /// [`protect_state`](Self::protect_state) of many devices, in order, in one pipeline (the
@@ -89,13 +77,8 @@ impl ProtectKeys {
             return Ok(Vec::new());
         }
         let pipe = self.pool.next().pipeline();
-        for &device in devices {
-            let _: () = pipe
-                .exists(self.keys.render(&RedisKey::ProtectStop { device }))
-                .await?;
-            let _: () = pipe
-                .exists(self.keys.render(&RedisKey::ProtectStart { device }))
-                .await?;
+        for key in devices.iter().flat_map(|&device| self.period_keys(device)) {
+            let _: () = pipe.exists(key).await?;
         }
         let found: Vec<i64> = pipe.all().await?;
         Ok(found
@@ -110,12 +93,9 @@ impl ProtectKeys {
     /// Ends both periods. Idempotent.
     pub async fn clear(&self, device: DeviceId) -> Result<(), QueueError> {
         let pipe = self.pool.next().pipeline();
-        let _: () = pipe
-            .del(self.keys.render(&RedisKey::ProtectStop { device }))
-            .await?;
-        let _: () = pipe
-            .del(self.keys.render(&RedisKey::ProtectStart { device }))
-            .await?;
+        for key in self.period_keys(device) {
+            let _: () = pipe.del(key).await?;
+        }
         let _: Vec<fred::types::Value> = pipe.all().await?;
         Ok(())
     }

@@ -118,12 +118,8 @@ impl Settings {
             api_bind: src.parse_any("CMP_API_BIND", "0.0.0.0:8080")?,
             worker_bind: src.parse_any("CMP_WORKER_BIND", "0.0.0.0:9090")?,
             shard_count: src.parse("CMP_SHARD_COUNT", 16, 1..=1024)?,
-            lease: Duration::from_secs(src.parse("CMP_LEASE_SECS", 300, 1..=86_400)?),
-            scheduler_tick: Duration::from_millis(src.parse(
-                "CMP_SCHEDULER_TICK_MS",
-                1000,
-                10..=60_000,
-            )?),
+            lease: src.duration("CMP_LEASE_SECS", 300, 1..=86_400)?,
+            scheduler_tick: src.duration("CMP_SCHEDULER_TICK_MS", 1000, 10..=60_000)?,
             scheduler_batch: src.parse("CMP_SCHEDULER_BATCH", 1000, 1..=100_000)?,
             pools: PoolSizes {
                 realname: src.parse("CMP_WORKER_POOL_REALNAME", 64, 1..=10_000)?,
@@ -131,28 +127,12 @@ impl Settings {
                 package: src.parse("CMP_WORKER_POOL_PACKAGE", 64, 1..=10_000)?,
                 protect: src.parse("CMP_WORKER_POOL_PROTECT", 32, 1..=10_000)?,
             },
-            retry_interval: Duration::from_secs(src.parse(
-                "CMP_RETRY_INTERVAL_SECS",
-                60,
-                1..=86_400,
-            )?),
-            protect_period: Duration::from_secs(src.parse(
-                "CMP_PROTECT_PERIOD_SECS",
-                3600,
-                1..=31 * 86_400,
-            )?),
-            gateway_timeout: Duration::from_millis(src.parse(
-                "CMP_GATEWAY_TIMEOUT_MS",
-                5000,
-                1..=600_000,
-            )?),
+            retry_interval: src.duration("CMP_RETRY_INTERVAL_SECS", 60, 1..=86_400)?,
+            protect_period: src.duration("CMP_PROTECT_PERIOD_SECS", 3600, 1..=31 * 86_400)?,
+            gateway_timeout: src.duration("CMP_GATEWAY_TIMEOUT_MS", 5000, 1..=600_000)?,
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
             gateway_rate_limits: src.rate_limits("CMP_GATEWAY_RATE_LIMITS")?,
-            check_interval: Duration::from_secs(src.parse(
-                "CMP_CHECK_INTERVAL_SECS",
-                21_600,
-                0..=7 * 86_400,
-            )?),
+            check_interval: src.duration("CMP_CHECK_INTERVAL_SECS", 21_600, 0..=7 * 86_400)?,
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
             log_filter: src.string(
                 "CMP_LOG",
@@ -246,6 +226,22 @@ impl Source<'_> {
             });
         }
         Ok(value)
+    }
+
+    /// [`parse`](Self::parse) of a duration in the unit the variable's name ends with: `_MS`
+    /// milliseconds, else (`_SECS`) seconds.
+    fn duration(
+        &self,
+        var: &'static str,
+        default: u64,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Duration, SettingsError> {
+        let n = self.parse(var, default, range)?;
+        Ok(if var.ends_with("_MS") {
+            Duration::from_millis(n)
+        } else {
+            Duration::from_secs(n)
+        })
     }
 
     /// `carrier_id=per_second,...`; an empty value is no override.

@@ -8,7 +8,7 @@ use crate::card_sql::{COUNT_POLLING_ENABLED, POLLING_ENABLED_AMONG, SET_NETWORK_
 use crate::convert;
 use crate::entity::{card_state_log, iot_card};
 use crate::error::{db_err, not_found};
-use crate::sql::{col, count, models, paged, stmt};
+use crate::sql::{card_ids_after, col, count, models, paged, stmt};
 use async_trait::async_trait;
 use batch::Batcher;
 use chrono::{DateTime, Utc};
@@ -23,8 +23,7 @@ use domain::{
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Select, TransactionTrait,
-    UpdateMany,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Select, TransactionTrait, UpdateMany,
 };
 
 mod facts;
@@ -152,20 +151,7 @@ impl CardStore for PgCardStore {
         after: Option<CardId>,
         limit: u32,
     ) -> StoreResult<Vec<CardId>> {
-        let mut q = Self::filtered(filter);
-        if let Some(after) = after {
-            q = q.filter(iot_card::Column::Id.gt(after.get()));
-        }
-        let ids: Vec<i64> = q
-            .select_only()
-            .column(iot_card::Column::Id)
-            .order_by_asc(iot_card::Column::Id)
-            .limit(u64::from(limit))
-            .into_tuple()
-            .all(&self.db)
-            .await
-            .map_err(db_err)?;
-        Ok(ids.into_iter().map(CardId).collect())
+        card_ids_after(&self.db, Self::filtered(filter), after, limit).await
     }
 
     async fn page_polling_enabled(

@@ -4,15 +4,14 @@
 use crate::convert;
 use crate::entity::iot_card::{self, Column as C};
 use crate::error::db_err;
-use crate::sql::{col, paged, stmt};
+use crate::sql::{card_ids_after, col, paged, stmt};
 use async_trait::async_trait;
 use domain::store::{CardAdminStore, Page, Paged, StoreResult};
 use domain::{
     Card, CardCategory, CardId, CardQuery, CarrierId, MatchGroup, NetworkStatus, RealNameStatus,
 };
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Select,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Select,
 };
 
 /// ICCIDs checked per statement by [`CardAdminStore::existing_iccids`].
@@ -111,20 +110,7 @@ impl CardAdminStore for PgCardAdminStore {
         after: Option<CardId>,
         limit: u32,
     ) -> StoreResult<Vec<CardId>> {
-        let mut q = filtered(query);
-        if let Some(after) = after {
-            q = q.filter(C::Id.gt(after.get()));
-        }
-        let ids: Vec<i64> = q
-            .select_only()
-            .column(C::Id)
-            .order_by_asc(C::Id)
-            .limit(u64::from(limit))
-            .into_tuple()
-            .all(&self.db)
-            .await
-            .map_err(db_err)?;
-        Ok(ids.into_iter().map(CardId).collect())
+        card_ids_after(&self.db, filtered(query), after, limit).await
     }
 
     async fn existing_iccids(&self, iccids: &[String]) -> StoreResult<Vec<String>> {

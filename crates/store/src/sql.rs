@@ -1,10 +1,12 @@
 //! Small helpers shared by the stores: raw statements, pages, row reads.
 
+use crate::entity::iot_card;
 use crate::error::db_err;
+use domain::CardId;
 use domain::store::{Page, Paged, StoreResult};
 use sea_orm::{
-    ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, PaginatorTrait, QueryResult,
-    QuerySelect, Select, Statement, TryGetable, Value,
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, PaginatorTrait,
+    QueryFilter, QueryOrder, QueryResult, QuerySelect, Select, Statement, TryGetable, Value,
 };
 
 /// A PostgreSQL statement with `$n` placeholders.
@@ -61,6 +63,30 @@ where
         page: page.page,
         page_size: page.page_size,
     })
+}
+
+/// The ids of the cards `select` finds after `after`, ascending, at most `limit`: a keyset page
+/// on the primary key, which stays cheap deep into a large fleet where OFFSET would not.
+pub(crate) async fn card_ids_after<C: ConnectionTrait>(
+    db: &C,
+    select: Select<iot_card::Entity>,
+    after: Option<CardId>,
+    limit: u32,
+) -> StoreResult<Vec<CardId>> {
+    let select = match after {
+        Some(after) => select.filter(iot_card::Column::Id.gt(after.get())),
+        None => select,
+    };
+    let ids: Vec<i64> = select
+        .select_only()
+        .column(iot_card::Column::Id)
+        .order_by_asc(iot_card::Column::Id)
+        .limit(u64::from(limit))
+        .into_tuple()
+        .all(db)
+        .await
+        .map_err(db_err)?;
+    Ok(ids.into_iter().map(CardId).collect())
 }
 
 /// A count from `SELECT count(*) AS n`.

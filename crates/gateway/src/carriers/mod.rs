@@ -33,6 +33,7 @@ pub mod units;
 /// Control Center's Search Devices (a delta sync the trait has no call for) is a method of its
 /// adapter type, hence the type is public.
 pub use control_center::{ControlCenter, DevicePage, ModifiedDevice, SEARCH_PAGE_SIZE};
+pub use ctcc::sign as ctcc_sign;
 pub use router::CarrierRouter;
 
 use crate::{CarrierGateway, GatewayConfig, GatewayError, HttpGateway, RetryPolicy};

@@ -24,6 +24,26 @@ pub(crate) enum Attempt<R> {
     TokenRefused(R),
 }
 
+/// How an adapter gets a new token from its platform: any `Fn() -> impl Future` answering the
+/// token and how long it lives (usually `|| self.fetch_token()`).
+pub(crate) trait FetchToken {
+    type Fetching: Future<Output = Result<(String, Duration), GatewayError>>;
+
+    fn fetch(&self) -> Self::Fetching;
+}
+
+impl<G, Fut> FetchToken for G
+where
+    G: Fn() -> Fut,
+    Fut: Future<Output = Result<(String, Duration), GatewayError>>,
+{
+    type Fetching = Fut;
+
+    fn fetch(&self) -> Fut {
+        self()
+    }
+}
+
 /// How long a refusal of our credentials is answered from memory.
 pub(crate) const REFUSAL_HOLD: Duration = Duration::from_secs(30);
 
@@ -49,11 +69,7 @@ struct Cached {
 impl TokenCache {
     /// The cached token, or a fresh one from `fetch` (answering the token and its lifetime).
     /// Concurrent callers wait for one fetch.
-    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<String, GatewayError>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(String, Duration), GatewayError>>,
-    {
+    pub(crate) async fn get(&self, fetch: impl FetchToken) -> Result<String, GatewayError> {
         let mut current = self.current.lock().await;
         if let Some(c) = current.as_ref()
             && Instant::now() < c.renew_at
@@ -65,7 +81,7 @@ impl TokenCache {
         {
             return Err(e.clone());
         }
-        let (value, lifetime) = match fetch().await {
+        let (value, lifetime) = match fetch.fetch().await {
             Ok(v) => v,
             Err(e) => {
                 if matches!(e, GatewayError::Auth(_)) {
@@ -87,20 +103,18 @@ impl TokenCache {
     /// calls the token invalid ([`Attempt::TokenRefused`]: expired mid-run, revoked), the token
     /// is dropped and the request goes once more with a new one. `Ok(Err(r))`: the platform
     /// refused a freshly issued token too, for the caller to word as `Auth`.
-    pub(crate) async fn authed<R, F, Fut, G, GFut>(
+    pub(crate) async fn authed<R, F, Fut>(
         &self,
-        fetch: G,
+        fetch: impl FetchToken,
         attempt: F,
     ) -> Result<Result<R, R>, GatewayError>
     where
-        G: Fn() -> GFut,
-        GFut: Future<Output = Result<(String, Duration), GatewayError>>,
         F: Fn(String) -> Fut,
         Fut: Future<Output = Result<Attempt<R>, GatewayError>>,
     {
         let mut renewed = false;
         loop {
-            let token = self.get(&fetch).await?;
+            let token = self.get(|| fetch.fetch()).await?;
             match attempt(token.clone()).await? {
                 Attempt::Done(r) => return Ok(Ok(r)),
                 Attempt::TokenRefused(r) => {
@@ -117,19 +131,14 @@ impl TokenCache {
     /// [`TokenCache::authed`] for the platforms that answer an invalid Bearer token with HTTP 401:
     /// `build(token)` is the request, sent through `http` as a command or a query.
     /// `Ok(Err(answer))`: the second 401.
-    pub(crate) async fn bearer<F, G, GFut>(
+    pub(crate) async fn bearer(
         &self,
         http: &CarrierHttp,
         call: &'static str,
         command: bool,
-        fetch: G,
-        build: F,
-    ) -> Result<Result<Answer, Answer>, GatewayError>
-    where
-        G: Fn() -> GFut,
-        GFut: Future<Output = Result<(String, Duration), GatewayError>>,
-        F: Fn(&str) -> reqwest::RequestBuilder,
-    {
+        fetch: impl FetchToken,
+        build: impl Fn(&str) -> reqwest::RequestBuilder,
+    ) -> Result<Result<Answer, Answer>, GatewayError> {
         self.authed(fetch, |token| {
             let req = build(&token);
             async move {
@@ -157,68 +166,69 @@ impl TokenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A token source that counts its fetches; the `n`-th fetch (from 0) answers `answer(n)`.
+    struct Fetches<A> {
+        count: AtomicU32,
+        answer: A,
+    }
+
+    impl<A: Fn(u32) -> Result<(String, Duration), GatewayError>> Fetches<A> {
+        fn new(answer: A) -> Self {
+            Self {
+                count: AtomicU32::new(0),
+                answer,
+            }
+        }
+
+        async fn fetch(&self) -> Result<(String, Duration), GatewayError> {
+            (self.answer)(self.count.fetch_add(1, Ordering::SeqCst))
+        }
+
+        fn count(&self) -> u32 {
+            self.count.load(Ordering::SeqCst)
+        }
+    }
 
     #[tokio::test]
     async fn one_fetch_serves_until_renewal_and_invalidation() {
-        let cache = Arc::new(TokenCache::default());
-        let fetched = Arc::new(AtomicU32::new(0));
-        let fetch = || {
-            let fetched = fetched.clone();
-            async move {
-                let n = fetched.fetch_add(1, Ordering::SeqCst) + 1;
-                Ok((format!("t{n}"), Duration::from_secs(3600)))
-            }
-        };
+        let cache = TokenCache::default();
+        let tokens = Fetches::new(|n| Ok((format!("t{}", n + 1), Duration::from_secs(3600))));
+        let fetch = || tokens.fetch();
         assert_eq!(cache.get(fetch).await.unwrap(), "t1");
         assert_eq!(cache.get(fetch).await.unwrap(), "t1");
         cache.invalidate("t0").await;
         assert_eq!(cache.get(fetch).await.unwrap(), "t1");
         cache.invalidate("t1").await;
         assert_eq!(cache.get(fetch).await.unwrap(), "t2");
-        assert_eq!(fetched.load(Ordering::SeqCst), 2);
+        assert_eq!(tokens.count(), 2);
     }
 
     #[tokio::test]
     async fn a_refusal_of_the_credentials_is_answered_from_memory() {
         let cache = TokenCache::default();
-        let asked = AtomicU32::new(0);
-        let fetch = || async {
-            asked.fetch_add(1, Ordering::SeqCst);
-            Err::<(String, Duration), _>(GatewayError::Auth("refused".into()))
-        };
+        let refusals = Fetches::new(|_| Err(GatewayError::Auth("refused".into())));
         for _ in 0..5 {
-            assert!(matches!(cache.get(fetch).await, Err(GatewayError::Auth(_))));
+            let got = cache.get(|| refusals.fetch()).await;
+            assert!(matches!(got, Err(GatewayError::Auth(_))));
         }
-        assert_eq!(
-            asked.load(Ordering::SeqCst),
-            1,
-            "one login attempt per hold"
-        );
+        assert_eq!(refusals.count(), 1, "one login attempt per hold");
         // Other failures (the platform away) are not remembered.
-        let timeouts = AtomicU32::new(0);
         let other = TokenCache::default();
-        let fetch = || async {
-            timeouts.fetch_add(1, Ordering::SeqCst);
-            Err::<(String, Duration), _>(GatewayError::Timeout)
-        };
-        let _ = other.get(fetch).await;
-        let _ = other.get(fetch).await;
-        assert_eq!(timeouts.load(Ordering::SeqCst), 2);
+        let timeouts = Fetches::new(|_| Err(GatewayError::Timeout));
+        let _ = other.get(|| timeouts.fetch()).await;
+        let _ = other.get(|| timeouts.fetch()).await;
+        assert_eq!(timeouts.count(), 2);
     }
 
     #[tokio::test]
     async fn a_short_lived_token_is_renewed_early() {
         let cache = TokenCache::default();
-        let n = AtomicU32::new(0);
-        let fetch = || async {
-            let i = n.fetch_add(1, Ordering::SeqCst);
-            Ok((format!("t{i}"), Duration::from_millis(50)))
-        };
-        assert_eq!(cache.get(fetch).await.unwrap(), "t0");
+        let tokens = Fetches::new(|n| Ok((format!("t{n}"), Duration::from_millis(50))));
+        assert_eq!(cache.get(|| tokens.fetch()).await.unwrap(), "t0");
         tokio::time::sleep(Duration::from_millis(45)).await;
         // 45 ms of a 50 ms token: past 80%, renewed.
-        assert_eq!(cache.get(fetch).await.unwrap(), "t1");
+        assert_eq!(cache.get(|| tokens.fetch()).await.unwrap(), "t1");
     }
 }

@@ -45,14 +45,7 @@ impl Answer {
 
     /// `Retry-After` in seconds, when sent.
     pub(crate) fn retry_after(&self) -> Option<Duration> {
-        self.headers
-            .get(reqwest::header::RETRY_AFTER)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .map(Duration::from_secs)
+        crate::client::retry_after(&self.headers)
     }
 
     /// Whether the body claims to be (or looks like) HTML: a proxy's or a login page.

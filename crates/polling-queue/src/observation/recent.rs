@@ -26,6 +26,11 @@ pub(crate) fn bucket_field(ms: u64) -> String {
     }
 }
 
+/// The count of `outcome` among one minute's fields (none counted: 0).
+fn count(fields: &HashMap<String, u64>, outcome: &str) -> u64 {
+    fields.get(outcome).copied().unwrap_or(0)
+}
+
 fn hour_of(at: DateTime<Utc>) -> String {
     at.format("%Y%m%d%H").to_string()
 }
@@ -122,13 +127,15 @@ impl RecentCounters {
     }
 
     /// The minutes `[end - minutes, end)` (whole minutes; the current, partial one excluded
-    /// when `end` is the start of it), oldest first, each with its fields.
-    async fn minutes(
+    /// when `end` is the start of it), oldest first, each with the counts `counts` makes of its
+    /// fields (outcome -> count).
+    async fn minutes<C>(
         &self,
         render: impl Fn(String) -> String,
         end: DateTime<Utc>,
         minutes: u32,
-    ) -> Result<Vec<(DateTime<Utc>, HashMap<String, u64>)>, QueueError> {
+        counts: impl Fn(&HashMap<String, u64>) -> C,
+    ) -> Result<Vec<(DateTime<Utc>, C)>, QueueError> {
         let end = end
             .with_second(0)
             .and_then(|t| t.with_nanosecond(0))
@@ -152,15 +159,15 @@ impl RecentCounters {
         let mut t = start;
         while t < end {
             let prefix = format!("{:02}:", t.minute());
-            let mut counts = HashMap::new();
-            if let Some(fields) = by_hour.get(&hour_of(t)) {
-                for (field, raw) in fields {
+            let mut fields = HashMap::new();
+            if let Some(hour) = by_hour.get(&hour_of(t)) {
+                for (field, raw) in hour {
                     if let Some(outcome) = field.strip_prefix(&prefix) {
-                        counts.insert(outcome.to_owned(), raw.parse().unwrap_or(0));
+                        fields.insert(outcome.to_owned(), raw.parse().unwrap_or(0));
                     }
                 }
             }
-            out.push((t, counts));
+            out.push((t, counts(&fields)));
             t += ChronoDuration::minutes(1);
         }
         Ok(out)
@@ -173,26 +180,13 @@ impl RecentCounters {
         end: DateTime<Utc>,
         minutes: u32,
     ) -> Result<Vec<(DateTime<Utc>, MinuteCounts)>, QueueError> {
-        let keys = self.keys.clone();
-        let rows = self
-            .minutes(
-                |hour| keys.render(&RedisKey::StatsMinutes { task, hour }),
-                end,
-                minutes,
-            )
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(t, f)| {
-                let get = |k: &str| f.get(k).copied().unwrap_or(0);
-                let counts = MinuteCounts {
-                    success: get("success"),
-                    failure: get("failure"),
-                    requeued_full: get("requeued_full"),
-                };
-                (t, counts)
-            })
-            .collect())
+        let render = |hour| self.keys.render(&RedisKey::StatsMinutes { task, hour });
+        self.minutes(render, end, minutes, |fields| MinuteCounts {
+            success: count(fields, TaskOutcome::Success.as_str()),
+            failure: count(fields, TaskOutcome::Failure.as_str()),
+            requeued_full: count(fields, TaskOutcome::RequeuedFull.as_str()),
+        })
+        .await
     }
 
     /// Gateway outcomes of each of the last `minutes` whole minutes before `end`.
@@ -201,26 +195,13 @@ impl RecentCounters {
         end: DateTime<Utc>,
         minutes: u32,
     ) -> Result<Vec<(DateTime<Utc>, GatewayCounts)>, QueueError> {
-        let keys = self.keys.clone();
-        let rows = self
-            .minutes(
-                |hour| keys.render(&RedisKey::GatewayMinutes { hour }),
-                end,
-                minutes,
-            )
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(t, f)| {
-                let get = |k: &str| f.get(k).copied().unwrap_or(0);
-                let counts = GatewayCounts {
-                    ok: get("ok"),
-                    error: get("error"),
-                    throttled: get("throttled"),
-                };
-                (t, counts)
-            })
-            .collect())
+        let render = |hour| self.keys.render(&RedisKey::GatewayMinutes { hour });
+        self.minutes(render, end, minutes, |fields| GatewayCounts {
+            ok: count(fields, GatewayOutcome::Ok.as_str()),
+            error: count(fields, GatewayOutcome::Error.as_str()),
+            throttled: count(fields, GatewayOutcome::Throttled.as_str()),
+        })
+        .await
     }
 
     /// The duration histogram of `task`: `(upper bound ms, None = inf)` -> runs, ascending.

@@ -251,7 +251,7 @@ async fn write(
     Ok(())
 }
 
-/// Deletes the hour fields of `task` older than [`HOURLY_RETENTION`]; returns how many.
+/// [`TaskCounters::prune`], also run by the writer once a task's hour has turned.
 async fn prune(
     pool: &Pool,
     keys: &Keys,

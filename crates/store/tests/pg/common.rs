@@ -49,20 +49,7 @@ pub(crate) fn active_usage(
     activated: DateTime<Utc>,
     expires: DateTime<Utc>,
 ) -> NewPackageUsage {
-    NewPackageUsage {
-        owner,
-        package_id: None,
-        external_id: None,
-        status: PackageStatus::Active,
-        data_limit_mb: limit,
-        virtual_ratio: ratio,
-        used_mb: used,
-        activate_on_realname: false,
-        activated_at: Some(activated),
-        expires_at: Some(expires),
-        reset_cycle: ResetCycle::None,
-        next_reset_at: None,
-    }
+    NewPackageUsage::active(owner, limit, ratio, used, activated, expires)
 }
 
 /// A pending package of `owner` (no window yet).

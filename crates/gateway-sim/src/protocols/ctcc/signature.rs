@@ -1,5 +1,6 @@
 //! The gateway's signature: `AppKey`, `Timestamp` (`yyyyMMddHHmmss`) and `Sign`, recomputed with
-//! the account's secret over the sorted query and the raw body.
+//! the account's secret over the sorted query and the raw body by the client's own
+//! [`ctcc_sign`], so the two sides cannot disagree on the algorithm.
 
 use super::P;
 use super::wire::{code, gateway_refusal};
@@ -7,22 +8,7 @@ use crate::SimState;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use chrono::NaiveDateTime;
-use md5::{Digest, Md5};
-
-/// `Sign` of a request: MD5 of `query + body + secret + timestamp` as lower-case hex, whose ASCII
-/// bytes are hex-encoded again and upper-cased (64 characters, all digits).
-pub(super) fn sign(sorted_query: &str, body: &str, secret: &str, timestamp: &str) -> String {
-    let mut h = Md5::new();
-    h.update(sorted_query.as_bytes());
-    h.update(body.as_bytes());
-    h.update(secret.as_bytes());
-    h.update(timestamp.as_bytes());
-    let lower: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    lower
-        .bytes()
-        .map(|b| format!("{b:02X}"))
-        .collect::<String>()
-}
+use gateway::carriers::ctcc_sign;
 
 /// The raw query's `k=v` pairs sorted by key, joined by `&` (as sent, not decoded).
 pub(super) fn sorted_query(raw: Option<&str>) -> String {
@@ -69,7 +55,7 @@ pub(super) fn check_signature(
         return refuse(code::TIMESTAMP, "Timestamp 格式错误");
     }
     let secret = st.0.accounts.credential(P, "secret").unwrap_or_default();
-    let expected = sign(
+    let expected = ctcc_sign(
         &sorted_query(raw_query),
         &String::from_utf8_lossy(body),
         &secret,

@@ -18,6 +18,8 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use wire::sign;
+
 use super::transport::{Answer, CarrierHttp};
 use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
@@ -29,7 +31,7 @@ use domain::{
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
-use wire::{encode, sign};
+use wire::encode;
 
 /// Most numbers one batch query carries (the platform's documented limit).
 const PLATFORM_BATCH_MAX: usize = 100;

@@ -121,22 +121,30 @@ impl OneNce {
         ))
     }
 
-    /// One Bearer request built by `build` (given the token): sent, and on 401 sent once more
-    /// with a renewed token (the token expired mid-run); a second 401 is `Auth`. Success only:
-    /// any other answer is its [`Self::failure`].
-    async fn call<F>(
+    /// One Bearer request, `method` on `url` with `body` as JSON when given (a `PUT` is a
+    /// command, a `GET` a query): sent, and on 401 sent once more with a renewed token (the token
+    /// expired mid-run); a second 401 is `Auth`. Success only: any other answer is its
+    /// [`Self::failure`].
+    async fn call(
         &self,
         call: &'static str,
-        command: bool,
-        build: F,
-    ) -> Result<Answer, GatewayError>
-    where
-        F: Fn(&str) -> reqwest::RequestBuilder,
-    {
-        let accept = |token: &str| build(token).header(reqwest::header::ACCEPT, "application/json");
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<Answer, GatewayError> {
+        let command = method != reqwest::Method::GET;
+        let build = |token: &str| {
+            let req = self.http.client().request(method.clone(), url);
+            let req = match body {
+                Some(body) => req.json(body),
+                None => req,
+            };
+            req.bearer_auth(token)
+                .header(reqwest::header::ACCEPT, "application/json")
+        };
         let answer = self
             .tokens
-            .bearer(&self.http, call, command, || self.fetch_token(), accept)
+            .bearer(&self.http, call, command, || self.fetch_token(), build)
             .await?
             .map_err(|answer| {
                 GatewayError::Auth(format!(
@@ -172,10 +180,7 @@ impl OneNce {
 
     /// A GET of `url`, success only.
     async fn get_url(&self, call: &'static str, url: &str) -> Result<Answer, GatewayError> {
-        self.call(call, false, |token| {
-            self.http.client().get(url).bearer_auth(token)
-        })
-        .await
+        self.call(call, reqwest::Method::GET, url, None).await
     }
 
     /// A GET of the card's resource `tail`, success only.
@@ -240,9 +245,7 @@ impl OneNce {
         let url = self.http.url(&Self::sim_path(iccid, ""));
         let body = serde_json::json!({"iccid": iccid, "status": word_of(wanted)});
         let answer = self
-            .call(call, true, |token| {
-                self.http.client().put(&url).json(&body).bearer_auth(token)
-            })
+            .call(call, reqwest::Method::PUT, &url, Some(&body))
             .await?;
         // The documented answer is empty; a page from a proxy is not an acceptance.
         self.http.refuse_html(call, &answer)?;
