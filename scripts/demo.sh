@@ -57,14 +57,7 @@ echo "demo: building release binaries (first time: a few minutes)"
 cargo build --release --bins --quiet
 bin=${CARGO_TARGET_DIR:-target}/release
 
-export CMP_DATABASE_URL=${admin_url%/*}/$db_name
-export CMP_REDIS_URL=$redis_url
-export CMP_REDIS_KEY_PREFIX=$prefix
-export CMP_GATEWAY_URL=http://$sim_addr
-export CMP_WORKER_BIND=$worker_addr
-export CMP_API_BIND=$api_addr
-export CMP_RETRY_INTERVAL_SECS=10
-export CMP_LOG=${CMP_LOG:-info,sqlx=warn,sea_orm_migration=warn}
+. scripts/local-env.sh
 
 if [ "$cluster" -eq 1 ]; then
     if ! scripts/redis-cluster.sh status "${cluster_ports[@]}"; then

@@ -49,15 +49,8 @@ sim_addr=127.0.0.1:$(free_port)
 worker_addr=127.0.0.1:$(free_port)
 api_addr=127.0.0.1:$(free_port)
 
-export CMP_DATABASE_URL=${admin_url%/*}/$db_name
-export CMP_REDIS_URL=$redis_url
-export CMP_REDIS_KEY_PREFIX=$prefix
-export CMP_GATEWAY_URL=http://$sim_addr
-export CMP_WORKER_BIND=$worker_addr
-export CMP_API_BIND=$api_addr
-export CMP_RETRY_INTERVAL_SECS=10
+. scripts/local-env.sh
 export CMP_TIMEZONE=${CMP_UI_TIMEZONE:-Asia/Shanghai}
-export CMP_LOG=${CMP_LOG:-info,sqlx=warn,sea_orm_migration=warn}
 
 pids=()
 cleanup() {

@@ -28,7 +28,7 @@ use crate::worker::{self, WORKER_DB_POOL};
 use anyhow::Context;
 use domain::{CardId, Clock, SystemClock, TaskType};
 use fred::prelude::ClientLike as _;
-use gateway_sim::{Faults, SimHandle, SimOptions, SimServer};
+use gateway_sim::{SimHandle, SimServer};
 use lifecycle::{CardInitializer, InitMode, InitSettings};
 use polling_config::PollingConfigManager;
 use polling_queue::Keys;
@@ -154,13 +154,7 @@ pub(crate) async fn run(env: &BenchEnv, start: u64, window: Duration) -> anyhow:
         .build()
         .context("the gateway-sim runtime")?;
     let sim = sim_runtime
-        .spawn(SimServer::start(SimOptions {
-            faults: Faults {
-                latency_ms: 1,
-                ..Faults::default()
-            },
-            ..SimOptions::default()
-        }))
+        .spawn(SimServer::start(crate::sim::options()))
         .await
         .context("gateway-sim task")?
         .context("start gateway-sim")?;
@@ -241,9 +235,7 @@ async fn grow(db: &DatabaseConnection, sim: &SimHandle, from: u64, to: u64) -> a
     let mut at = from;
     while at <= to {
         let end = (at + 99_999).min(to);
-        sim.state()
-            .upsert_cards(fleet::mixed_sim_cards(at, end))
-            .map_err(|e| anyhow::anyhow!("register cards in gateway-sim: {e}"))?;
+        crate::sim::register(sim, fleet::mixed_sim_cards(at, end))?;
         at = end + 1;
     }
     Ok(())

@@ -21,7 +21,7 @@ use crate::{fleet, rss};
 use anyhow::Context;
 use domain::{Clock, Intervals, SystemClock, TaskType};
 use fred::prelude::ClientLike as _;
-use gateway_sim::{Faults, SimCardSpec, SimOptions, SimServer};
+use gateway_sim::SimCardSpec;
 use polling_queue::Keys;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
@@ -54,24 +54,13 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     fleet::seed_config(&stores, intervals).await?;
     fleet::vacuum(&env.db).await?;
 
-    let sim = SimServer::start(SimOptions {
-        faults: Faults {
-            latency_ms: 1,
-            ..Faults::default()
-        },
-        ..SimOptions::default()
-    })
-    .await
-    .context("start gateway-sim")?;
     let specs: Vec<SimCardSpec> = (1..=cards)
         .map(|n| SimCardSpec {
             growth_mb_per_query: Some(Decimal::ONE),
             ..SimCardSpec::new(fleet::iccid(n))
         })
         .collect();
-    sim.state()
-        .upsert_cards(specs)
-        .map_err(|e| anyhow::anyhow!("register cards in gateway-sim: {e}"))?;
+    let sim = crate::sim::start(specs).await?;
 
     let prefix = format!("{PREFIX}carddata:");
     env.clean_redis(&prefix).await?;

@@ -53,31 +53,16 @@ pub(crate) async fn run(env: &BenchEnv, members: usize, rounds: usize) -> anyhow
     let script = Script::from_lua(BARE);
     let (mut ours, mut reference) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        load(&env.redis, &ours_key, members).await?;
-        let started = Instant::now();
-        let mut taken = 0;
-        loop {
+        let dequeue = async || {
             let got = queue
                 .dequeue_ready(0, TaskType::Carddata, BATCH)
                 .await
                 .context("dequeue_ready")?;
-            if got.is_empty() {
-                break;
-            }
-            taken += got.len();
-        }
-        let secs = started.elapsed().as_secs_f64();
-        anyhow::ensure!(
-            taken == members,
-            "dequeue_ready returned {taken} of {members} members"
-        );
-        ours.push(taken as f64 / secs);
-        env.clean_redis(&prefix).await?;
+            Ok(got.len())
+        };
+        ours.push(drain(env, &prefix, &ours_key, members, "dequeue_ready", dequeue).await?);
 
-        load(&env.redis, &ref_key, members).await?;
-        let started = Instant::now();
-        let mut taken = 0;
-        loop {
+        let bare = async || {
             let now = to_score(chrono::Utc::now());
             let args = vec![
                 Value::from(now),
@@ -88,18 +73,9 @@ pub(crate) async fn run(env: &BenchEnv, members: usize, rounds: usize) -> anyhow
                 .evalsha_with_reload(env.redis.next(), vec![ref_key.as_str()], args)
                 .await
                 .context("bare dequeue script")?;
-            if got.is_empty() {
-                break;
-            }
-            taken += got.len();
-        }
-        let secs = started.elapsed().as_secs_f64();
-        anyhow::ensure!(
-            taken == members,
-            "the bare script returned {taken} of {members} members"
-        );
-        reference.push(taken as f64 / secs);
-        env.clean_redis(&prefix).await?;
+            Ok(got.len())
+        };
+        reference.push(drain(env, &prefix, &ref_key, members, "the bare script", bare).await?);
         println!(
             "  round {}: dequeue_ready {:.0}/s, bare script {:.0}/s",
             round + 1,
@@ -122,6 +98,35 @@ pub(crate) async fn run(env: &BenchEnv, members: usize, rounds: usize) -> anyhow
         "median of {rounds} alternating rounds; ours {ours:.0?}, reference {reference:.0?}"
     ));
     Ok(vec![row])
+}
+
+/// Loads `members` due members into `key`, calls `take` (one dequeue, the number of members it
+/// returned) until the key has none due, then empties the prefix. Members per second.
+async fn drain(
+    env: &BenchEnv,
+    prefix: &str,
+    key: &str,
+    members: usize,
+    what: &str,
+    mut take: impl AsyncFnMut() -> anyhow::Result<usize>,
+) -> anyhow::Result<f64> {
+    load(&env.redis, key, members).await?;
+    let started = Instant::now();
+    let mut taken = 0;
+    loop {
+        let got = take().await?;
+        if got == 0 {
+            break;
+        }
+        taken += got;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        taken == members,
+        "{what} returned {taken} of {members} members"
+    );
+    env.clean_redis(prefix).await?;
+    Ok(taken as f64 / secs)
 }
 
 /// `members` due members with strictly increasing scores in the past, 1,000 per ZADD.

@@ -24,7 +24,7 @@ use anyhow::Context;
 use chrono::{DateTime, TimeZone, Utc};
 use domain::{CarrierPackage, Clock, Intervals, PackageStatus, SystemClock, TaskType};
 use fred::prelude::ClientLike as _;
-use gateway_sim::{Faults, SimCardSpec, SimOptions, SimServer};
+use gateway_sim::SimCardSpec;
 use polling_queue::Keys;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
@@ -64,15 +64,6 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     let cards = sizes.handlers_cards;
     let window = Duration::from_secs(sizes.handlers_secs);
     seed(&env.db, cards).await?;
-    let sim = SimServer::start(SimOptions {
-        faults: Faults {
-            latency_ms: 1,
-            ..Faults::default()
-        },
-        ..SimOptions::default()
-    })
-    .await
-    .context("start gateway-sim")?;
     let specs: Vec<SimCardSpec> = (1..=cards)
         .map(|n| SimCardSpec {
             packages: vec![CarrierPackage {
@@ -86,9 +77,7 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
             ..SimCardSpec::new(crate::fleet::iccid(n))
         })
         .collect();
-    sim.state()
-        .upsert_cards(specs)
-        .map_err(|e| anyhow::anyhow!("register cards in gateway-sim: {e}"))?;
+    let sim = crate::sim::start(specs).await?;
     let mut rows = Vec::new();
     for task in [TaskType::Realname, TaskType::Package, TaskType::Protect] {
         let measured = one(env, task, cards, window, sim.url()).await?;

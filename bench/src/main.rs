@@ -20,6 +20,7 @@ mod initializer;
 mod probes;
 mod report;
 mod rss;
+mod sim;
 mod worker;
 
 use anyhow::Context;

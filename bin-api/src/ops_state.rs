@@ -1,6 +1,7 @@
 //! The services of the admin API's part 2 (issue 14): monitoring, concurrency, alert rules, data
 //! cleanup, the metrics history and the carriers, built once from the settings next to [`admin::Admin`].
 
+use admin::alert_metrics::MetricReader;
 use admin::alerts::AlertService;
 use admin::carriers::CarrierService;
 use admin::cleanup::CleanupService;
@@ -68,12 +69,14 @@ pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
     );
     OpsServices {
         monitoring: MonitoringService::new(
-            p.stores.monitoring.clone(),
-            p.queue.clone(),
+            MetricReader::new(
+                p.stores.monitoring.clone(),
+                p.queue.clone(),
+                recent.clone(),
+                initializer,
+                p.clock.clone(),
+            ),
             TaskCounters::new(p.redis.clone(), p.keys.clone(), p.clock.clone()),
-            recent.clone(),
-            initializer,
-            p.clock.clone(),
         ),
         concurrency: ConcurrencyService::new(semaphore, defaults),
         alerts: AlertService::new(p.stores.alerts.clone()),

@@ -3,6 +3,7 @@
 Each returns a dict of figures plus `ok` and `failures` (the criteria that did not hold).
 """
 
+import contextlib
 import random
 import signal
 import threading
@@ -170,19 +171,30 @@ def s1_kill(ctx, ci):
         w.close()
 
 
-def s2_redis(ctx, ci):
+@contextlib.contextmanager
+def warmed_up(ctx, ci, name, fault):
+    """The run of s2 and s3 up to their fault: the API and one worker, ready, polling through
+    the warm-up, then the /readyz of both sampled. Yields the world, the worker, the figures,
+    the sampler, the usage queries before the fault and how long to watch after it; closes the
+    world at the end."""
     warm, after = (15, 35) if ci else (60, 120)
-    w = World(ctx, "s2", cards=ctx.cards, interval=10)
+    w = World(ctx, name, cards=ctx.cards, interval=10)
     try:
         w.spawn_api()
         a = w.spawn_worker("a")
         w.wait_ready(a)
-        f = {"fault": "Redis restarted without persistence (all keys lost) mid-run",
-             "rss_start_mb": warm_rss(w)}
+        f = {"fault": fault, "rss_start_mb": warm_rss(w)}
         time.sleep(warm)
         sampler = Sampler({"worker": a.http, "api": w.api})
         sampler.start()
-        before = usage_queries(w.sim_cards())
+        yield w, a, f, sampler, usage_queries(w.sim_cards()), after
+    finally:
+        w.close()
+
+
+def s2_redis(ctx, ci):
+    fault = "Redis restarted without persistence (all keys lost) mid-run"
+    with warmed_up(ctx, ci, "s2", fault) as (w, a, f, sampler, before, after):
         t0 = time.monotonic()
         ctx.redis.restart()
         try:
@@ -200,23 +212,11 @@ def s2_redis(ctx, ci):
         expect(f.setdefault("failures", []), red and green is not None, "worker /readyz red then green")
         expect(f.setdefault("failures", []), not late, "polling resumed for every card")
         return f
-    finally:
-        w.close()
 
 
 def s3_postgres(ctx, ci):
-    warm, after = (15, 35) if ci else (60, 120)
-    w = World(ctx, "s3", cards=ctx.cards, interval=10)
-    try:
-        w.spawn_api()
-        a = w.spawn_worker("a")
-        w.wait_ready(a)
-        f = {"fault": "PostgreSQL backends terminated, 5 s later the server down for 5 s",
-             "rss_start_mb": warm_rss(w)}
-        time.sleep(warm)
-        sampler = Sampler({"worker": a.http, "api": w.api})
-        sampler.start()
-        before = usage_queries(w.sim_cards())
+    fault = "PostgreSQL backends terminated, 5 s later the server down for 5 s"
+    with warmed_up(ctx, ci, "s3", fault) as (w, _, f, sampler, before, after):
         t0 = time.monotonic()
         killed = ctx.pg.sql("postgres", "SELECT count(pg_terminate_backend(pid)) FROM "
                             f"pg_stat_activity WHERE datname = '{w.db}'")
@@ -237,8 +237,6 @@ def s3_postgres(ctx, ci):
         f["not_polled_after_restart"] = len(late)
         expect(f.setdefault("failures", []), not late, "polling resumed for every card")
         return f
-    finally:
-        w.close()
 
 
 FAULTS = {"error_rate": 0.2, "throttle_rate": 0.1, "timeout_rate": 0.05}

@@ -95,12 +95,7 @@ async fn stop(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<DeviceSwitchReport>> {
-    Ok(Json(mirror(
-        state
-            .admin
-            .switch_device(DeviceId(id), NetworkStatus::Stopped)
-            .await?,
-    )))
+    switch(&state, id, NetworkStatus::Stopped).await
 }
 
 /// Start every card of the device at the carrier and start a start protect period.
@@ -111,10 +106,16 @@ async fn start(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<DeviceSwitchReport>> {
+    switch(&state, id, NetworkStatus::Online).await
+}
+
+/// `stop` and `start`: every card of the device to `to`.
+async fn switch(
+    state: &AppState,
+    id: i64,
+    to: NetworkStatus,
+) -> ApiResult<Json<DeviceSwitchReport>> {
     Ok(Json(mirror(
-        state
-            .admin
-            .switch_device(DeviceId(id), NetworkStatus::Online)
-            .await?,
+        state.admin.switch_device(DeviceId(id), to).await?,
     )))
 }

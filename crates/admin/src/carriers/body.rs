@@ -40,65 +40,31 @@ fn yes() -> bool {
     true
 }
 
-/// A new carrier (`POST /carriers`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewCarrierBody {
-    /// The `carrier_id` of the cards this carrier serves (`tb_iot_card.carrier_id`).
-    pub carrier_id: i64,
-    pub name: String,
-    pub protocol: CarrierProtocol,
-    /// The platform's API root, `http://` or `https://`.
-    pub base_url: String,
-    /// The protocol's credential fields, each a non-empty string (`{}` for `cmp-json`):
-    /// `onelink` appid, password; `ctcc-5gcmp` app_key, secret; `control-center` username,
-    /// api_key; `1nce` client_id, client_secret; `emnify` application_token. Write-only.
-    pub credentials: Value,
-    /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
-    #[serde(default)]
-    pub rate_limit_per_sec: Option<u32>,
-    /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
-    #[serde(default)]
-    pub max_concurrent: Option<u32>,
-    /// Most cards one batch call carries. Absent: the protocol's default.
-    #[serde(default)]
-    pub batch_size: Option<u32>,
-    /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
-    #[serde(default)]
-    pub timeout_ms: Option<u32>,
-    #[serde(default = "yes")]
-    pub enabled: bool,
-}
+/// A carrier body: the fields given, then the call budget and `enabled` that a new carrier and
+/// a carrier's new content share, and `limits()`, that budget as the request gives it.
+macro_rules! with_limits {
+    ($(#[$meta:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct $name {
+            $($fields)*
+            /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
+            #[serde(default)]
+            pub rate_limit_per_sec: Option<u32>,
+            /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
+            #[serde(default)]
+            pub max_concurrent: Option<u32>,
+            /// Most cards one batch call carries. Absent: the protocol's default.
+            #[serde(default)]
+            pub batch_size: Option<u32>,
+            /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
+            #[serde(default)]
+            pub timeout_ms: Option<u32>,
+            #[serde(default = "yes")]
+            pub enabled: bool,
+        }
 
-/// The new content of a carrier (`PUT /carriers/{carrier_id}` replaces every field but the
-/// credentials, which are kept when absent).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CarrierBody {
-    pub name: String,
-    pub protocol: CarrierProtocol,
-    pub base_url: String,
-    /// Absent or `null`: keep the stored credentials (they must fit the protocol). Given: the
-    /// new credentials, whole; a field sent as `""` keeps that field's stored value. Write-only.
-    #[serde(default)]
-    pub credentials: Option<Value>,
-    /// Calls per second shared by every node; 0 = no limit. Absent: the protocol's default.
-    #[serde(default)]
-    pub rate_limit_per_sec: Option<u32>,
-    /// Calls in flight per process; 0 = no limit. Absent: the protocol's default.
-    #[serde(default)]
-    pub max_concurrent: Option<u32>,
-    /// Most cards one batch call carries. Absent: the protocol's default.
-    #[serde(default)]
-    pub batch_size: Option<u32>,
-    /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
-    #[serde(default)]
-    pub timeout_ms: Option<u32>,
-    #[serde(default = "yes")]
-    pub enabled: bool,
-}
-
-macro_rules! limits_of {
-    ($($body:ty),*) => {$(
-        impl $body {
+        impl $name {
             pub(crate) fn limits(&self) -> LimitsBody {
                 LimitsBody {
                     rate_limit_per_sec: self.rate_limit_per_sec,
@@ -108,9 +74,38 @@ macro_rules! limits_of {
                 }
             }
         }
-    )*};
+    };
 }
-limits_of!(NewCarrierBody, CarrierBody);
+
+with_limits! {
+    /// A new carrier (`POST /carriers`).
+    pub struct NewCarrierBody {
+        /// The `carrier_id` of the cards this carrier serves (`tb_iot_card.carrier_id`).
+        pub carrier_id: i64,
+        pub name: String,
+        pub protocol: CarrierProtocol,
+        /// The platform's API root, `http://` or `https://`.
+        pub base_url: String,
+        /// The protocol's credential fields, each a non-empty string (`{}` for `cmp-json`):
+        /// `onelink` appid, password; `ctcc-5gcmp` app_key, secret; `control-center` username,
+        /// api_key; `1nce` client_id, client_secret; `emnify` application_token. Write-only.
+        pub credentials: Value,
+    }
+}
+
+with_limits! {
+    /// The new content of a carrier (`PUT /carriers/{carrier_id}` replaces every field but the
+    /// credentials, which are kept when absent).
+    pub struct CarrierBody {
+        pub name: String,
+        pub protocol: CarrierProtocol,
+        pub base_url: String,
+        /// Absent or `null`: keep the stored credentials (they must fit the protocol). Given: the
+        /// new credentials, whole; a field sent as `""` keeps that field's stored value. Write-only.
+        #[serde(default)]
+        pub credentials: Option<Value>,
+    }
+}
 
 /// `PATCH /carriers/{carrier_id}/status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

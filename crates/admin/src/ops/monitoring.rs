@@ -8,16 +8,12 @@
 //!   failing shard is skipped, named in `missing_shards` and warned about with the seed's text.
 //! * Rates come from the per-minute counters the handlers keep (`polling:stats:{type}:minutes:*`).
 
+use super::alert_metrics::MetricReader;
 use crate::AdminError;
 use chrono::{DateTime, Utc};
-use domain::store::MonitoringStore;
-use domain::{Clock, FleetCounts, TaskType};
-use lifecycle::CardInitializer;
-use polling_queue::{
-    PollingQueueManager, QueueSummary, RecentCounters, ShardQueueStats, TaskCounters, quantile_ms,
-};
+use domain::{FleetCounts, TaskType};
+use polling_queue::{TaskCounters, quantile_ms};
 use serde::Serialize;
-use std::sync::Arc;
 
 /// Minutes the rates of `GET /polling-stats` are computed over.
 pub const RATE_WINDOW_MINUTES: u32 = 5;
@@ -57,55 +53,14 @@ pub struct TaskQueues {
     pub shards: Vec<ShardQueue>,
 }
 
-/// One shard queue of one task type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ShardQueue {
-    pub shard: u32,
-    /// `ZCARD`: due, future and leased entries.
-    pub depth: u64,
-    /// Entries due now (score <= now).
-    pub due: u64,
-    /// Seconds since the oldest due entry came due (0 when none is due).
-    pub oldest_due_age_secs: u64,
-    /// Why the shard could not be read (its figures are then 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+/// One shard queue of one task type, as polling-queue reads it: `ZCARD` (due, future and leased
+/// entries), the entries due now, the age of the oldest due one, and why the shard could not be
+/// read (its figures are then 0).
+pub use polling_queue::ShardQueueStats as ShardQueue;
 
-/// The shards of one task type added up; unreadable shards skipped and named.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct QueueTotals {
-    pub depth: u64,
-    pub due: u64,
-    pub oldest_due_age_secs: u64,
-    pub missing_shards: Vec<u32>,
-    /// `分片 X 队列深度查询失败`, one per missing shard.
-    pub warnings: Vec<String>,
-}
-
-impl From<ShardQueueStats> for ShardQueue {
-    fn from(s: ShardQueueStats) -> Self {
-        ShardQueue {
-            shard: s.shard,
-            depth: s.depth,
-            due: s.due,
-            oldest_due_age_secs: s.oldest_due_age_secs,
-            error: s.error,
-        }
-    }
-}
-
-impl From<QueueSummary> for QueueTotals {
-    fn from(s: QueueSummary) -> Self {
-        QueueTotals {
-            depth: s.depth,
-            due: s.due,
-            oldest_due_age_secs: s.oldest_due_age_secs,
-            missing_shards: s.missing_shards,
-            warnings: s.warnings,
-        }
-    }
-}
+/// The shards of one task type added up; unreadable shards skipped, named and warned about
+/// (`分片 X 队列深度查询失败`, one per missing shard).
+pub use polling_queue::QueueSummary as QueueTotals;
 
 /// Run counters of one task type since the counters were last reset.
 #[derive(Debug, Clone, Serialize)]
@@ -138,42 +93,24 @@ pub struct InitProgressView {
     pub error: Option<String>,
 }
 
-/// The monitoring service; cheap to clone.
+/// The monitoring service: what the alert metrics read, and the run counters. Cheap to clone.
 #[derive(Clone)]
 pub struct MonitoringService {
-    pub(crate) store: Arc<dyn MonitoringStore>,
-    pub(crate) queue: PollingQueueManager,
+    pub(crate) metrics: MetricReader,
     pub(crate) counters: TaskCounters,
-    pub(crate) recent: RecentCounters,
-    pub(crate) initializer: CardInitializer,
-    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl MonitoringService {
-    pub fn new(
-        store: Arc<dyn MonitoringStore>,
-        queue: PollingQueueManager,
-        counters: TaskCounters,
-        recent: RecentCounters,
-        initializer: CardInitializer,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
-        Self {
-            store,
-            queue,
-            counters,
-            recent,
-            initializer,
-            clock,
-        }
+    pub fn new(metrics: MetricReader, counters: TaskCounters) -> Self {
+        Self { metrics, counters }
     }
 
     /// `GET /polling-stats`.
     pub async fn polling_stats(&self) -> Result<PollingStats, AdminError> {
-        let now = self.clock.now();
+        let now = self.metrics.clock.now();
         let per_type = TaskType::ALL.map(|task| self.type_stats(task, now));
         let (cards, types, initializer) = tokio::join!(
-            self.store.fleet_counts(),
+            self.metrics.store.fleet_counts(),
             futures::future::join_all(per_type),
             self.init_progress()
         );
@@ -199,8 +136,10 @@ impl MonitoringService {
         now: DateTime<Utc>,
     ) -> Result<(TaskTypeStats, Vec<String>), AdminError> {
         let (summary, minutes) = tokio::join!(
-            self.queue.queue_summary(task),
-            self.recent.task_minutes(task, now, RATE_WINDOW_MINUTES)
+            self.metrics.queue.queue_summary(task),
+            self.metrics
+                .recent
+                .task_minutes(task, now, RATE_WINDOW_MINUTES)
         );
         let minutes = minutes.map_err(AdminError::Queue)?;
         let (polls, failures) = minutes.iter().fold((0u64, 0u64), |(p, f), (_, c)| {
@@ -226,11 +165,11 @@ impl MonitoringService {
     /// `GET /polling-stats/queues`.
     pub async fn queues(&self) -> Vec<TaskQueues> {
         let reads = TaskType::ALL.map(|task| async move {
-            let shards = self.queue.shard_queue_stats(task).await;
+            let shards = self.metrics.queue.shard_queue_stats(task).await;
             TaskQueues {
                 task_type: task,
-                summary: QueueSummary::of(&shards).into(),
-                shards: shards.into_iter().map(Into::into).collect(),
+                summary: QueueTotals::of(&shards),
+                shards,
             }
         });
         futures::future::join_all(reads).await
@@ -240,8 +179,10 @@ impl MonitoringService {
     pub async fn tasks(&self) -> Result<Vec<TaskRunStats>, AdminError> {
         let mut out = Vec::new();
         for task in TaskType::ALL {
-            let (stats, histogram) =
-                tokio::join!(self.counters.read(task), self.recent.histogram(task));
+            let (stats, histogram) = tokio::join!(
+                self.counters.read(task),
+                self.metrics.recent.histogram(task)
+            );
             let (stats, histogram) = (
                 stats.map_err(AdminError::Queue)?,
                 histogram.map_err(AdminError::Queue)?,
@@ -261,6 +202,7 @@ impl MonitoringService {
     /// `GET /polling-stats/init-progress`.
     pub async fn init_progress(&self) -> Result<InitProgressView, AdminError> {
         let Some(p) = self
+            .metrics
             .initializer
             .progress()
             .await

@@ -88,14 +88,7 @@ impl World {
     }
 
     pub fn monitoring(&self) -> MonitoringService {
-        MonitoringService::new(
-            self.stores.monitoring.clone(),
-            self.queue.clone(),
-            self.counters.clone(),
-            self.recent.clone(),
-            self.initializer.clone(),
-            self.clock(),
-        )
+        MonitoringService::new(self.metric_reader(), self.counters.clone())
     }
 
     pub fn metric_reader(&self) -> MetricReader {
