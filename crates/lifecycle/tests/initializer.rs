@@ -396,6 +396,13 @@ impl CardStore for Gated {
     async fn get_many(&self, ids: &[CardId]) -> StoreResult<Vec<domain::Card>> {
         self.inner.get_many(ids).await
     }
+    async fn facts_of(
+        &self,
+        ids: &[CardId],
+        packages: bool,
+    ) -> StoreResult<Vec<domain::store::CardFacts>> {
+        self.inner.facts_of(ids, packages).await
+    }
     async fn insert(&self, _: &NewCard) -> StoreResult<domain::Card> {
         unimplemented!()
     }
