@@ -34,7 +34,7 @@ pub use flow::Polled;
 pub use handler::{Outcome, Registry, TaskHandler};
 pub use jobs::{JOB_BATCH, JobReport, PackageJobs};
 pub use periodic_jobs::{ActivationCheck, DataReset};
-pub use polling_base::PollingBase;
+pub use polling_base::{PollingBase, PollingDeps};
 pub use polling_carddata_handler::PollingCarddataHandler;
 pub use polling_package_handler::PollingPackageHandler;
 pub use polling_protect_handler::PollingProtectHandler;

@@ -4,13 +4,15 @@ use crate::identities::IdentityLoader;
 use crate::snapshots::SnapshotLoader;
 use crate::{HandlerError, HandlerSettings};
 use chrono::{DateTime, Utc};
+use domain::store::{CardStore, PackageStore};
 use domain::{Card, CardId, CardIdentity, Clock, PackageUsage, TaskType};
+use gateway::CarrierGateway;
 use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
 use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager, TaskCounters};
 use std::sync::Arc;
 use std::time::Duration;
-use stop_resume::{Action, ProtectEvidence, decide};
+use stop_resume::{Action, ProtectEvidence, StopResumeService, decide};
 use tracing::{debug, warn};
 
 /// Concurrency slots, the card cache, rescheduling, the matched interval and the lifecycle
@@ -122,5 +124,25 @@ impl PollingBase {
     /// or the matched config does not schedule `task`.
     pub fn matched_interval(&self, card: &Card, task: TaskType) -> Option<Duration> {
         self.configs.matched_interval(&card.match_fields(), task)
+    }
+}
+
+/// What every poll handler holds, built once by [`HandlerDeps::polling`](crate::HandlerDeps):
+/// the shared base, the carrier gateway, the card and package stores and `stop-resume`. Cheap
+/// to clone: every field is a handle. A handler holds it plus only what is its own.
+#[derive(Clone)]
+pub struct PollingDeps {
+    pub base: PollingBase,
+    pub gateway: Arc<dyn CarrierGateway>,
+    pub cards: Arc<dyn CardStore>,
+    pub packages: Arc<dyn PackageStore>,
+    pub stop_resume: StopResumeService,
+}
+
+impl std::fmt::Debug for PollingDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollingDeps")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }

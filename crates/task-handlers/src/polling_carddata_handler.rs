@@ -15,27 +15,20 @@
 //! the table would take. Every other path that can change a decision (real-name, package polls,
 //! the package jobs, operators) evaluates on its own.
 
-use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
+use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler, telemetry};
 use chrono::{DateTime, Utc};
-use domain::store::{CardStore, PackageStore};
 use domain::{
     Card, CardId, CardIdentity, MonthUsage, PackageOwner, PackageUsage, TaskType, month_start,
 };
-use gateway::CarrierGateway;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use stop_resume::{Action, ProtectEvidence, StopResumeService, Trigger, decide};
+use stop_resume::{Action, ProtectEvidence, Trigger, decide};
 use tracing::{debug, warn};
 
 const TASK: TaskType = TaskType::Carddata;
 
 /// Handles `carddata` polls.
 pub struct PollingCarddataHandler {
-    base: PollingBase,
-    gateway: Arc<dyn CarrierGateway>,
-    cards: Arc<dyn CardStore>,
-    packages: Arc<dyn PackageStore>,
-    stop_resume: StopResumeService,
+    deps: PollingDeps,
     /// The last stamp handed out, in microseconds: stamps are strictly increasing in this
     /// process, so the store can tell "asked after the last write" even within a microsecond.
     last_stamp: AtomicI64,
@@ -44,19 +37,9 @@ pub struct PollingCarddataHandler {
 impl PollingCarddataHandler {
     /// The store's `record_usage` is one transaction for counters, usage record and the
     /// deduction (the seed's `UsageService.DeductDataUsage`), so no separate usage service.
-    pub fn new(
-        base: PollingBase,
-        gateway: Arc<dyn CarrierGateway>,
-        cards: Arc<dyn CardStore>,
-        packages: Arc<dyn PackageStore>,
-        stop_resume: StopResumeService,
-    ) -> Self {
+    pub fn new(deps: PollingDeps) -> Self {
         Self {
-            base,
-            gateway,
-            cards,
-            packages,
-            stop_resume,
+            deps,
             last_stamp: AtomicI64::new(0),
         }
     }
@@ -64,7 +47,7 @@ impl PollingCarddataHandler {
     /// Now, or one microsecond after the previous stamp: when the carrier is asked, and when
     /// the counters are written (see `CardStore::record_usage`).
     fn stamp(&self) -> DateTime<Utc> {
-        let now = self.base.now();
+        let now = self.deps.base.now();
         let wanted = now.timestamp_micros();
         let previous = self
             .last_stamp
@@ -86,10 +69,15 @@ impl PollingCarddataHandler {
             Some(p) => p,
             None => {
                 let owner = PackageOwner::covering(card.id, card.device_id);
-                self.packages.usages_of(owner).await?
+                self.deps.packages.usages_of(owner).await?
             }
         };
-        let preview = decide(card, &packages, ProtectEvidence::default(), self.base.now());
+        let preview = decide(
+            card,
+            &packages,
+            ProtectEvidence::default(),
+            self.deps.base.now(),
+        );
         Ok(!matches!(preview.action, Action::Nothing { .. }))
     }
 
@@ -98,6 +86,7 @@ impl PollingCarddataHandler {
     /// local calendar is logged and counted.
     async fn collect_usage_data(&self, card: &CardIdentity) -> Result<MonthUsage, HandlerError> {
         let usage = self
+            .deps
             .gateway
             .usage(card.carrier_id, &card.iccid)
             .await
@@ -107,9 +96,10 @@ impl PollingCarddataHandler {
                 error
             })?;
         let local = month_start(
-            self.base
+            self.deps
+                .base
                 .now()
-                .with_timezone(&self.base.settings().timezone)
+                .with_timezone(&self.deps.base.settings().timezone)
                 .date_naive(),
         );
         if month_start(usage.month) != local {
@@ -125,6 +115,7 @@ impl PollingCarddataHandler {
         let reported = self.collect_usage_data(&identity).await?;
         // The delta is computed against the database row, locked, at write time.
         let Some(recorded) = self
+            .deps
             .cards
             .record_usage(identity.id, &reported, asked_at, self.stamp())
             .await?
@@ -160,6 +151,7 @@ impl PollingCarddataHandler {
             .await?
         {
             card = self
+                .deps
                 .stop_resume
                 .evaluate(card.id, Trigger::Carddata)
                 .await?
@@ -176,8 +168,9 @@ impl TaskHandler for PollingCarddataHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        let identity = self.base.get_card_with_cache(card);
-        self.base
+        let identity = self.deps.base.get_card_with_cache(card);
+        self.deps
+            .base
             .run(TASK, card, identity, |c| self.process_card(c))
             .await
     }

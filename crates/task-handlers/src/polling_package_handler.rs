@@ -12,42 +12,28 @@
 //! the decision table, a pure function; only when the table asks for an action does it pay for
 //! `evaluate_and_act`, which takes the card's lock and decides again on fresh reads.
 
-use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler};
-use domain::store::{CardFacts, PackageStore};
+use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler};
+use domain::store::CardFacts;
 use domain::{CardId, PackageOwner, TaskType};
-use gateway::CarrierGateway;
-use std::sync::Arc;
-use stop_resume::{StopResumeError, StopResumeService, Trigger};
+use stop_resume::{StopResumeError, Trigger};
 use tracing::{debug, warn};
 
 const TASK: TaskType = TaskType::Package;
 
 /// Handles `package` polls.
 pub struct PollingPackageHandler {
-    base: PollingBase,
-    gateway: Arc<dyn CarrierGateway>,
-    packages: Arc<dyn PackageStore>,
-    stop_resume: StopResumeService,
+    deps: PollingDeps,
 }
 
 impl PollingPackageHandler {
-    pub fn new(
-        base: PollingBase,
-        gateway: Arc<dyn CarrierGateway>,
-        packages: Arc<dyn PackageStore>,
-        stop_resume: StopResumeService,
-    ) -> Self {
-        Self {
-            base,
-            gateway,
-            packages,
-            stop_resume,
-        }
+    pub fn new(deps: PollingDeps) -> Self {
+        Self { deps }
     }
 
     async fn process_card(&self, facts: CardFacts) -> Result<Option<Polled>, HandlerError> {
         let card = &facts.card;
         let reported = self
+            .deps
             .gateway
             .packages(card.carrier_id, &card.iccid)
             .await
@@ -62,25 +48,27 @@ impl PollingPackageHandler {
         } else {
             let owner = PackageOwner::covering(card.id, card.device_id);
             let written = self
+                .deps
                 .packages
                 .upsert_carrier_packages(owner, &reported)
                 .await?;
             debug!(card_id = %card.id, owner = ?owner, reported = reported.len(), written,
                 "carrier packages written");
             // Read after the write: the snapshot holds the packages just written.
-            let Some(snapshot) = self.base.snapshot(card.id).await? else {
+            let Some(snapshot) = self.deps.base.snapshot(card.id).await? else {
                 return Ok(None);
             };
             snapshot
         };
         let card = snapshot.card.id;
         if !self
+            .deps
             .base
             .table_asks_for_action(&snapshot.card, &snapshot.packages)
         {
             return Ok(Some(Polled::success(snapshot.card)));
         }
-        match self.stop_resume.evaluate(card, Trigger::Package).await {
+        match self.deps.stop_resume.evaluate(card, Trigger::Package).await {
             Ok(evaluated) => Ok(Some(Polled::success(evaluated.card))),
             Err(StopResumeError::CardNotFound(_)) => Ok(None),
             Err(error) => Err(error.into()),
@@ -95,8 +83,9 @@ impl TaskHandler for PollingPackageHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        let facts = self.base.snapshot(card);
-        self.base
+        let facts = self.deps.base.snapshot(card);
+        self.deps
+            .base
             .run(TASK, card, facts, |f| self.process_card(f))
             .await
     }

@@ -24,13 +24,11 @@
 //! "Real-named" is RULES.md's real-name condition (verified, or an industry card, which carriers
 //! exempt). A card stopped by an operator (`manual`) is not force-started (invariant 5).
 
-use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
+use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler, telemetry};
 use domain::store::CardFacts;
 use domain::{CardId, TaskType};
 use polling_queue::ProtectState;
-use stop_resume::{
-    Action, ProtectChecked, ProtectEvidence, StopResumeError, StopResumeService, protect_decision,
-};
+use stop_resume::{Action, ProtectChecked, ProtectEvidence, StopResumeError, protect_decision};
 use tracing::debug;
 
 const TASK: TaskType = TaskType::Protect;
@@ -45,13 +43,12 @@ enum Preview {
 
 /// Handles `protect` polls.
 pub struct PollingProtectHandler {
-    base: PollingBase,
-    stop_resume: StopResumeService,
+    deps: PollingDeps,
 }
 
 impl PollingProtectHandler {
-    pub fn new(base: PollingBase, stop_resume: StopResumeService) -> Self {
-        Self { base, stop_resume }
+    pub fn new(deps: PollingDeps) -> Self {
+        Self { deps }
     }
 
     /// The protect check on unlocked reads: done when it decides to do nothing (skipped or
@@ -60,8 +57,12 @@ impl PollingProtectHandler {
         let card = snapshot.card.id;
         // Unread (`None`) for a card the check skips whatever the periods are.
         let protect = periods.map(ProtectEvidence::from).unwrap_or_default();
-        let decision =
-            protect_decision(&snapshot.card, &snapshot.packages, protect, self.base.now());
+        let decision = protect_decision(
+            &snapshot.card,
+            &snapshot.packages,
+            protect,
+            self.deps.base.now(),
+        );
         match decision {
             None => {
                 debug!(card_id = %card, "standalone or not real-named card: protect check skipped");
@@ -82,7 +83,7 @@ impl PollingProtectHandler {
         if let Preview::Done(polled) = self.preview(facts, periods) {
             return Ok(Some(polled));
         }
-        match self.stop_resume.enforce_protect(card).await {
+        match self.deps.stop_resume.enforce_protect(card).await {
             Ok(ProtectChecked::Skipped { card }) => Ok(Some(Polled::skipped(card))),
             Ok(ProtectChecked::Decided(evaluated)) => {
                 match evaluated.decision.action {
@@ -109,8 +110,9 @@ impl TaskHandler for PollingProtectHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        let start = self.base.protect_snapshot(card);
-        self.base
+        let start = self.deps.base.protect_snapshot(card);
+        self.deps
+            .base
             .run(TASK, card, start, |s| self.process_card(s))
             .await
     }

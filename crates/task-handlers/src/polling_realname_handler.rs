@@ -8,45 +8,28 @@
 //! then asks `stop-resume` to evaluate, so a card stopped for `not_realname` resumes at once
 //! instead of at its next usage or package poll.
 
-use crate::{HandlerError, Outcome, Polled, PollingBase, TaskHandler, telemetry};
-use domain::store::{CardFacts, CardStore, PackageStore};
+use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler, telemetry};
+use domain::store::CardFacts;
 use domain::{Card, CardId, NetworkStatus, PackageOwner, RealNameStatus, StopReason, TaskType};
-use gateway::CarrierGateway;
-use std::sync::Arc;
-use stop_resume::{StopResumeService, Trigger};
+use stop_resume::Trigger;
 use tracing::{info, warn};
 
 const TASK: TaskType = TaskType::Realname;
 
 /// Handles `realname` polls.
 pub struct PollingRealnameHandler {
-    base: PollingBase,
-    gateway: Arc<dyn CarrierGateway>,
-    cards: Arc<dyn CardStore>,
-    packages: Arc<dyn PackageStore>,
-    stop_resume: StopResumeService,
+    deps: PollingDeps,
 }
 
 impl PollingRealnameHandler {
-    pub fn new(
-        base: PollingBase,
-        gateway: Arc<dyn CarrierGateway>,
-        cards: Arc<dyn CardStore>,
-        packages: Arc<dyn PackageStore>,
-        stop_resume: StopResumeService,
-    ) -> Self {
-        Self {
-            base,
-            gateway,
-            cards,
-            packages,
-            stop_resume,
-        }
+    pub fn new(deps: PollingDeps) -> Self {
+        Self { deps }
     }
 
     async fn process_card(&self, facts: CardFacts) -> Result<Option<Polled>, HandlerError> {
         let mut card = facts.card;
         let status = self
+            .deps
             .gateway
             .realname(card.carrier_id, &card.iccid)
             .await
@@ -65,10 +48,10 @@ impl PollingRealnameHandler {
         // status schedules: a process that dies between the write and the alignment after it
         // must not leave the card out of them, since the next poll would find nothing changed.
         card.real_name_status = status;
-        self.base.lifecycle.add_scheduled(&card).await?;
+        self.deps.base.lifecycle.add_scheduled(&card).await?;
         // Compare-and-set in the statement: whether the status changed is the database's
         // answer, not the comparison above (another poll of the card may have written it).
-        let Some(written) = self.cards.set_real_name(card.id, status).await? else {
+        let Some(written) = self.deps.cards.set_real_name(card.id, status).await? else {
             return Ok(None);
         };
         let mut card = written.card;
@@ -93,7 +76,7 @@ impl PollingRealnameHandler {
         );
         // Real-name is a fact config matching reads: the card may now be scheduled for other
         // task types (seed 000 "Worker 进程卡状态变化重新入队").
-        if let Err(error) = self.base.lifecycle.on_card_facts_changed(&card).await {
+        if let Err(error) = self.deps.base.lifecycle.on_card_facts_changed(&card).await {
             warn!(card_id = %card.id, %error, "cannot align the card's queues with its new real-name status");
         }
         if verified {
@@ -118,13 +101,19 @@ impl PollingRealnameHandler {
     async fn activate_and_evaluate(&self, card: &mut Card) -> Result<(), HandlerError> {
         let owner = PackageOwner::covering(card.id, card.device_id);
         let activated = self
+            .deps
             .packages
-            .activate_on_realname(owner, self.base.now(), self.base.settings().timezone)
+            .activate_on_realname(
+                owner,
+                self.deps.base.now(),
+                self.deps.base.settings().timezone,
+            )
             .await?;
         if activated > 0 {
             info!(card_id = %card.id, activated, "packages waiting for real-name activated");
         }
         *card = self
+            .deps
             .stop_resume
             .evaluate(card.id, Trigger::Realname)
             .await?
@@ -147,8 +136,9 @@ impl TaskHandler for PollingRealnameHandler {
     }
 
     async fn handle(&self, card: CardId) -> Outcome {
-        let facts = self.base.card_now(card);
-        self.base
+        let facts = self.deps.base.card_now(card);
+        self.deps
+            .base
             .run(TASK, card, facts, |f| self.process_card(f))
             .await
     }

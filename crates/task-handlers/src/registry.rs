@@ -3,7 +3,7 @@
 use crate::identities::IdentityLoader;
 use crate::snapshots::SnapshotLoader;
 use crate::{
-    PollingBase, PollingCarddataHandler, PollingPackageHandler, PollingProtectHandler,
+    PollingBase, PollingCarddataHandler, PollingDeps, PollingPackageHandler, PollingProtectHandler,
     PollingRealnameHandler, Registry, TaskHandler,
 };
 use chrono_tz::Tz;
@@ -92,33 +92,27 @@ impl HandlerDeps {
             settings: self.settings.clone(),
         }
     }
+
+    /// What every poll handler holds: the base and the services the polls share.
+    pub fn polling(&self) -> PollingDeps {
+        PollingDeps {
+            base: self.base(),
+            gateway: self.gateway.clone(),
+            cards: self.cards.clone(),
+            packages: self.packages.clone(),
+            stop_resume: self.stop_resume.clone(),
+        }
+    }
 }
 
 /// The four handlers, one per task type.
 pub fn build_registry(deps: &HandlerDeps) -> Registry {
-    let base = deps.base();
+    let polling = deps.polling();
     let handlers: [Arc<dyn TaskHandler>; 4] = [
-        Arc::new(PollingRealnameHandler::new(
-            base.clone(),
-            deps.gateway.clone(),
-            deps.cards.clone(),
-            deps.packages.clone(),
-            deps.stop_resume.clone(),
-        )),
-        Arc::new(PollingCarddataHandler::new(
-            base.clone(),
-            deps.gateway.clone(),
-            deps.cards.clone(),
-            deps.packages.clone(),
-            deps.stop_resume.clone(),
-        )),
-        Arc::new(PollingPackageHandler::new(
-            base.clone(),
-            deps.gateway.clone(),
-            deps.packages.clone(),
-            deps.stop_resume.clone(),
-        )),
-        Arc::new(PollingProtectHandler::new(base, deps.stop_resume.clone())),
+        Arc::new(PollingRealnameHandler::new(polling.clone())),
+        Arc::new(PollingCarddataHandler::new(polling.clone())),
+        Arc::new(PollingPackageHandler::new(polling.clone())),
+        Arc::new(PollingProtectHandler::new(polling)),
     ];
     Registry::new(handlers)
 }

@@ -244,13 +244,10 @@ async fn a_change_whose_write_answer_is_lost_leaves_the_card_in_its_new_queues()
             "connection closed after the commit".into(),
         ))
     });
-    let handler = task_handlers::PollingRealnameHandler::new(
-        w.deps.base(),
-        w.deps.gateway.clone(),
-        std::sync::Arc::new(cards),
-        w.deps.packages.clone(),
-        w.deps.stop_resume.clone(),
-    );
+    let handler = task_handlers::PollingRealnameHandler::new(task_handlers::PollingDeps {
+        cards: std::sync::Arc::new(cards),
+        ..w.deps.polling()
+    });
     assert_eq!(handler.handle(card).await, Outcome::Failure);
     assert_eq!(
         w.db_card(card).await.real_name_status,
