@@ -246,6 +246,35 @@ pub(crate) async fn redis_traffic(redis: &Pool) -> anyhow::Result<(u64, u64)> {
     ))
 }
 
+/// The CPU seconds (user + system, main thread and the rest) Redis has used, from `INFO cpu`.
+/// On a cluster, the sum over the primaries.
+pub(crate) async fn redis_cpu_secs(redis: &Pool) -> anyhow::Result<f64> {
+    let client = redis.next();
+    let nodes = if client.is_clustered() {
+        client.split_cluster().context("the cluster's primaries")?
+    } else {
+        vec![client.clone()]
+    };
+    let mut total = 0.0;
+    for node in nodes {
+        if client.is_clustered() {
+            node.init().await.context("connect to a primary")?;
+        }
+        let info: String = node.info(Some(InfoKind::Cpu)).await.context("INFO cpu")?;
+        if client.is_clustered() {
+            let _ = node.quit().await;
+        }
+        for field in ["used_cpu_sys", "used_cpu_user"] {
+            total += info
+                .lines()
+                .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .with_context(|| format!("INFO cpu has no {field}"))?;
+        }
+    }
+    Ok(total)
+}
+
 /// Waits until UNLINKed values are freed, so that `used_memory` means what is stored.
 pub(crate) async fn wait_lazyfree(redis: &Pool) -> anyhow::Result<()> {
     let until = Instant::now() + Duration::from_secs(120);

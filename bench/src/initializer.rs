@@ -6,7 +6,7 @@
 //! a command) are written as a protocol file and loaded by `redis-cli --pipe` into a scratch
 //! prefix. `INFO memory` around both loads gives bytes per entry for ours and for the reference.
 
-use crate::env::{BenchEnv, PREFIX, info_memory, redis_pool, wait_lazyfree};
+use crate::env::{BenchEnv, PREFIX, info_memory, redis_cpu_secs, redis_pool, wait_lazyfree};
 use crate::report::{Row, Target};
 use crate::{fleet, rss};
 use anyhow::Context;
@@ -59,6 +59,7 @@ pub(crate) async fn run(env: &BenchEnv, cards: u64) -> anyhow::Result<Vec<Row>> 
     wait_lazyfree(&env.redis).await?;
     let mem_before = info_memory(&env.redis, "used_memory").await?;
     let sampler = rss::Sampler::start();
+    let cpu_before = redis_cpu_secs(&env.redis).await?;
     let now = chrono::Utc::now().timestamp();
     let report = init
         .run(InitMode::Initial)
@@ -67,10 +68,11 @@ pub(crate) async fn run(env: &BenchEnv, cards: u64) -> anyhow::Result<Vec<Row>> 
     let rss_start = sampler.start;
     let rss_peak = sampler.finish();
     let ours_secs = report.elapsed.as_secs_f64();
+    let ours_cpu = redis_cpu_secs(&env.redis).await? - cpu_before;
     let mem_after = info_memory(&env.redis, "used_memory").await?;
     let ours_per_entry = mem_after.saturating_sub(mem_before) as f64 / report.added.max(1) as f64;
     println!(
-        "  initializer: {} entries in {ours_secs:.1} s",
+        "  initializer: {} entries in {ours_secs:.1} s (Redis CPU {ours_cpu:.1} s)",
         report.added
     );
     env.clean_redis(&prefix).await?;
@@ -86,15 +88,19 @@ pub(crate) async fn run(env: &BenchEnv, cards: u64) -> anyhow::Result<Vec<Row>> 
         .context("protocol writer")??;
     wait_lazyfree(&env.redis).await?;
     let pipe_before = info_memory(&env.redis, "used_memory").await?;
+    let pipe_cpu_before = redis_cpu_secs(&env.redis).await?;
     let (url, p) = (env.redis_url.clone(), path.clone());
     let pipe_secs = tokio::task::spawn_blocking(move || redis_cli_pipe(&url, &p))
         .await
         .context("redis-cli runner")??;
+    let pipe_cpu = redis_cpu_secs(&env.redis).await? - pipe_cpu_before;
     let pipe_after = info_memory(&env.redis, "used_memory").await?;
     let pipe_per_entry = pipe_after.saturating_sub(pipe_before) as f64 / written.max(1) as f64;
     let _ = std::fs::remove_file(&path);
     env.clean_redis(&scratch).await?;
-    println!("  redis-cli --pipe: {written} entries in {pipe_secs:.1} s");
+    println!(
+        "  redis-cli --pipe: {written} entries in {pipe_secs:.1} s (Redis CPU {pipe_cpu:.1} s)"
+    );
 
     let init_row = Row::new(
         format!("initializer, {size}"),
@@ -104,7 +110,7 @@ pub(crate) async fn run(env: &BenchEnv, cards: u64) -> anyhow::Result<Vec<Row>> 
         Target::RatioAtMost(1.3),
     )
     .note(format!(
-        "{} entries ({:.0}/s ours, {:.0}/s pipe); {} cards unmatched; seeding PostgreSQL took {seed_secs:.1} s (not timed)",
+        "{} entries ({:.0}/s ours, {:.0}/s pipe); Redis CPU {ours_cpu:.1} s ours, {pipe_cpu:.1} s pipe; {} cards unmatched; seeding PostgreSQL took {seed_secs:.1} s (not timed)",
         report.added,
         report.added as f64 / ours_secs,
         written as f64 / pipe_secs,

@@ -33,6 +33,17 @@ pub(crate) struct PageCounts {
     pub(crate) shards: Vec<u64>,
 }
 
+impl PageCounts {
+    /// Adds another page's counts to these.
+    pub(crate) fn merge(&mut self, other: &PageCounts) {
+        self.processed += other.processed;
+        self.unmatched += other.unmatched;
+        for (sum, n) in self.shards.iter_mut().zip(&other.shards) {
+            *sum += n;
+        }
+    }
+}
+
 /// Matches pages of cards into first queue entries; `polling-queue`'s [`InitWriter`] builds
 /// and sends the commands.
 pub(crate) struct Batcher {
@@ -51,7 +62,7 @@ impl Batcher {
     }
 
     /// Matches every card of the page and returns its first entries (`ZADD NX`: a card
-    /// already queued keeps its score) and the page's counts.
+    /// already queued keeps its score), in score order, and the page's counts.
     pub(crate) fn page(
         &self,
         cards: &[CardMatchFields],
@@ -80,6 +91,8 @@ impl Batcher {
                 entries.add(card.id, task, score);
             }
         }
+        // Sorted here, while the previous write is still running, not in the write.
+        entries.sort_by_score();
         (entries, counts)
     }
 }
