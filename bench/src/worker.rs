@@ -11,14 +11,15 @@ use fred::prelude::Pool;
 use gateway::{GatewayConfig, HttpGateway};
 use polling_config::PollingConfigManager;
 use polling_queue::{
-    CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
-    QueueSettings, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
+    CardCache, ConcurrencySemaphore, Keys, PollingQueueManager, QueueSettings, RedisRateLimiter,
+    SemaphoreSettings, SingletonLease, TaskCounters,
 };
 use scheduler::{Scheduler, SchedulerSettings};
 use std::sync::Arc;
 use std::time::Duration;
-use stop_resume::{StopResumeService, StopResumeSettings};
+use stop_resume::StopResumeSettings;
 use task_handlers::{HandlerDeps, HandlerSettings, Registry, TaskHandler, build_registry};
+use wiring::Core;
 
 /// The worker's default `CMP_DATABASE_MAX_CONNECTIONS`.
 pub(crate) const WORKER_DB_POOL: u32 = 16;
@@ -44,14 +45,15 @@ pub(crate) async fn wire(
     clock: Arc<dyn Clock>,
     settings: SchedulerSettings,
 ) -> anyhow::Result<Worker> {
-    let queue = PollingQueueManager::new(
+    let core = Core::new(
+        stores.clone(),
         redis.clone(),
         keys.clone(),
         QueueSettings::default(),
         clock.clone(),
     );
-    let configs = PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
-    configs.start().await.context("load polling configs")?;
+    core.configs.start().await.context("load polling configs")?;
+    let Core { queue, configs, .. } = core.clone();
     let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
     let http = HttpGateway::new(GatewayConfig::new(gateway_url), Some(Arc::new(limiter)))
         .context("gateway client")?;
@@ -60,26 +62,13 @@ pub(crate) async fn wire(
         timing: Default::default(),
     });
     let gateway: Arc<dyn gateway::CarrierGateway> = timed.clone();
-    let lifecycle = lifecycle::PollingLifecycleService::new(
-        stores.cards.clone(),
-        stores.devices.clone(),
-        queue.clone(),
-        configs.clone(),
-        clock.clone(),
-    );
-    let stop_resume = StopResumeService::new(
-        stores.cards.clone(),
-        stores.packages.clone(),
+    let stop_resume = core.stop_resume(
         gateway.clone(),
-        ProtectKeys::new(redis.clone(), keys.clone()),
-        CardLock::new(redis.clone(), keys.clone()),
-        clock.clone(),
         StopResumeSettings {
             lock_ttl: Duration::from_secs(30),
             ..StopResumeSettings::default()
         },
-    )
-    .with_lifecycle(lifecycle.clone());
+    );
     let default_max = settings
         .pools
         .0
@@ -102,9 +91,9 @@ pub(crate) async fn wire(
             clock.clone(),
         ),
         cache: CardCache::new(redis.clone(), keys.clone()),
-        protect: ProtectKeys::new(redis.clone(), keys.clone()),
+        protect: core.protect_keys(),
         counters: TaskCounters::new(redis.clone(), keys.clone(), clock.clone()),
-        lifecycle,
+        lifecycle: core.lifecycle(),
         clock: clock.clone(),
         settings: HandlerSettings::default(),
     };

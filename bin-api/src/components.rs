@@ -8,16 +8,12 @@ use anyhow::Context;
 use domain::{Clock, SystemClock};
 use gateway::carriers::{AdapterContext, CarrierRouter};
 use gateway::{GatewayConfig, HttpGateway};
-use lifecycle::PollingLifecycleService;
 use polling_config::PollingConfigManager;
-use polling_queue::{
-    CardLock, Keys, PollingQueueManager, ProtectKeys, QueueInspector, QueueSettings,
-    RedisRateLimiter,
-};
+use polling_queue::{QueueInspector, RedisRateLimiter};
 use settings::Settings;
 use std::sync::Arc;
-use stop_resume::{StopResumeService, StopResumeSettings};
-use store::Stores;
+use stop_resume::StopResumeSettings;
+use wiring::Core;
 
 /// Builds the state from connections (the binary and the tests share it).
 pub(crate) fn state(
@@ -27,26 +23,17 @@ pub(crate) fn state(
     configs: Option<PollingConfigManager>,
 ) -> anyhow::Result<(AppState, PollingConfigManager)> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let keys = Keys::new(settings.redis_key_prefix.clone());
-    let stores = Stores::new(db);
-    let queue = PollingQueueManager::new(
-        redis.clone(),
-        keys.clone(),
-        QueueSettings {
-            shard_count: settings.shard_count,
-            lease: settings.lease,
-        },
-        clock.clone(),
-    );
-    let configs = configs.unwrap_or_else(|| {
-        PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone())
-    });
+    let core = Core::from_settings(settings, db, redis, clock);
+    let core = match configs {
+        Some(shared) => core.with_configs(shared),
+        None => core,
+    };
     let mut gateway_config = GatewayConfig::new(settings.gateway_url.clone());
     gateway_config.timeout = settings.gateway_timeout;
     gateway_config.rate_limit_per_sec = settings.gateway_rate_limit;
-    let limiter = Arc::new(RedisRateLimiter::new(redis.clone(), keys.clone()));
+    let limiter = Arc::new(RedisRateLimiter::new(core.redis.clone(), core.keys.clone()));
     let mut adapters =
-        AdapterContext::new(settings.timezone, clock.clone()).with_limiter(limiter.clone());
+        AdapterContext::new(settings.timezone, core.clock.clone()).with_limiter(limiter.clone());
     adapters.max_rate_wait = gateway_config.max_rate_wait;
     adapters.retry = gateway_config.retry.clone();
     // The carriers are read after start (`CarrierRouter::refresh`): an operator's stop through
@@ -59,61 +46,41 @@ pub(crate) fn state(
     );
     let carriers = Arc::new(CarrierRouter::new(default, adapters));
     let gateway: Arc<dyn gateway::CarrierGateway> = carriers.clone();
-    let ops = crate::ops_state::build(crate::ops_state::OpsParts {
-        settings,
-        stores: &stores,
-        redis: redis.clone(),
-        keys: keys.clone(),
-        queue: queue.clone(),
-        configs: configs.clone(),
-        clock: clock.clone(),
-    });
-    let lifecycle = PollingLifecycleService::new(
-        stores.cards.clone(),
-        stores.devices.clone(),
-        queue.clone(),
-        configs.clone(),
-        clock.clone(),
-    );
-    let stop_resume = StopResumeService::new(
-        stores.cards.clone(),
-        stores.packages.clone(),
+    let ops = crate::ops_state::build(settings, &core);
+    let lifecycle = core.lifecycle();
+    let stop_resume = core.stop_resume(
         gateway,
-        ProtectKeys::new(redis.clone(), keys.clone()),
-        CardLock::new(redis.clone(), keys.clone()),
-        clock.clone(),
         StopResumeSettings::for_command_bound(command_bound),
-    )
-    .with_lifecycle(lifecycle.clone());
+    );
     let admin = Admin::new(AdminParts {
         stores: AdminStores {
-            cards: stores.cards.clone(),
-            card_admin: stores.card_admin.clone(),
-            devices: stores.devices.clone(),
-            packages: stores.packages.clone(),
-            configs: stores.configs.clone(),
-            manual_triggers: stores.manual_triggers.clone(),
-            audit: stores.admin_audit.clone(),
-            usage_history: stores.usage_history.clone(),
+            cards: core.stores.cards.clone(),
+            card_admin: core.stores.card_admin.clone(),
+            devices: core.stores.devices.clone(),
+            packages: core.stores.packages.clone(),
+            configs: core.stores.configs.clone(),
+            manual_triggers: core.stores.manual_triggers.clone(),
+            audit: core.stores.admin_audit.clone(),
+            usage_history: core.stores.usage_history.clone(),
         },
-        inspector: QueueInspector::new(redis.clone(), keys.clone(), settings.shard_count),
-        queue,
-        configs: configs.clone(),
+        inspector: QueueInspector::new(core.redis.clone(), core.keys.clone(), settings.shard_count),
+        queue: core.queue.clone(),
+        configs: core.configs.clone(),
         lifecycle,
         stop_resume,
-        protect: ProtectKeys::new(redis, keys),
-        clock,
+        protect: core.protect_keys(),
+        clock: core.clock.clone(),
         protect_period: settings.protect_period,
         timezone: settings.timezone,
     });
     Ok((
         AppState {
             admin,
-            auth: Authenticator::new(stores.api_keys.clone()),
-            audit: stores.admin_audit.clone(),
+            auth: Authenticator::new(core.stores.api_keys.clone()),
+            audit: core.stores.admin_audit.clone(),
             ops,
             carriers,
         },
-        configs,
+        core.configs,
     ))
 }

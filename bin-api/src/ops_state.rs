@@ -8,16 +8,13 @@ use admin::cleanup::CleanupService;
 use admin::concurrency::{ConcurrencyService, default_max};
 use admin::history::HistoryService;
 use admin::monitoring::MonitoringService;
-use domain::Clock;
 use lifecycle::{CardInitializer, InitSettings};
-use polling_config::PollingConfigManager;
 use polling_queue::{
-    CarrierHealthBoard, ConcurrencySemaphore, Keys, PollingQueueManager, RecentCounters,
-    SemaphoreSettings, SingletonLease, TaskCounters,
+    CarrierHealthBoard, ConcurrencySemaphore, RecentCounters, SemaphoreSettings, SingletonLease,
+    TaskCounters,
 };
 use settings::Settings;
-use std::sync::Arc;
-use store::Stores;
+use wiring::Core;
 
 /// Monitoring, concurrency, alerts, cleanup, history. Cheap to clone.
 #[derive(Clone)]
@@ -31,19 +28,9 @@ pub(crate) struct OpsServices {
     pub(crate) carriers: CarrierService,
 }
 
-/// What [`build`] needs.
-pub(crate) struct OpsParts<'a> {
-    pub(crate) settings: &'a Settings,
-    pub(crate) stores: &'a Stores,
-    pub(crate) redis: fred::clients::Pool,
-    pub(crate) keys: Keys,
-    pub(crate) queue: PollingQueueManager,
-    pub(crate) configs: PollingConfigManager,
-    pub(crate) clock: Arc<dyn Clock>,
-}
-
-pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
-    let pools = &p.settings.pools;
+/// The operations services over the process's shared parts.
+pub(crate) fn build(settings: &Settings, p: &Core) -> OpsServices {
+    let pools = &settings.pools;
     // The worker's default, from the same settings and the same function.
     let defaults = default_max([pools.realname, pools.carddata, pools.package, pools.protect]);
     let semaphore = ConcurrencySemaphore::new(
@@ -51,19 +38,19 @@ pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
         p.keys.clone(),
         SemaphoreSettings {
             default_max: defaults,
-            lease: p.settings.lease,
+            lease: settings.lease,
         },
         p.clock.clone(),
     );
     let recent = RecentCounters::new(p.redis.clone(), p.keys.clone());
     let initializer = CardInitializer::new(
         p.stores.cards.clone(),
-        p.configs,
+        p.configs.clone(),
         p.redis.clone(),
         p.keys.clone(),
         p.clock.clone(),
         InitSettings {
-            shard_count: p.settings.shard_count,
+            shard_count: settings.shard_count,
             ..InitSettings::default()
         },
     );
@@ -83,7 +70,7 @@ pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
         carriers: CarrierService::new(
             p.stores.carriers.clone(),
             CarrierHealthBoard::new(p.redis.clone(), p.keys.clone()),
-            p.settings.timezone,
+            settings.timezone,
             p.clock.clone(),
         ),
         cleanup: CleanupService::new(
@@ -94,9 +81,9 @@ pub(crate) fn build(p: OpsParts<'_>) -> OpsServices {
         history: HistoryService::new(
             p.stores.metrics_history.clone(),
             p.stores.monitoring.clone(),
-            p.queue,
+            p.queue.clone(),
             recent,
-            p.clock,
+            p.clock.clone(),
         ),
     }
 }

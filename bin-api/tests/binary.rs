@@ -269,7 +269,7 @@ async fn a_config_edit_reaches_another_process_within_a_second() {
         m.snapshot()
             .configs()
             .first()
-            .and_then(|c| c.intervals.carddata_interval_secs)
+            .and_then(|c| c.spec.intervals.carddata_interval_secs)
     };
     while interval(&other) != Some(7) {
         assert!(

@@ -18,13 +18,13 @@ pub(crate) const FOLLOW_EVERY: Duration = Duration::from_secs(5);
 
 /// The router over the carriers configured now; carriers without a row use `default`.
 pub(crate) async fn router(c: &Components, default: Arc<HttpGateway>) -> Arc<CarrierRouter> {
-    let limiter = RedisRateLimiter::new(c.redis.clone(), c.keys.clone());
-    let mut ctx =
-        AdapterContext::new(c.settings.timezone, c.clock.clone()).with_limiter(Arc::new(limiter));
+    let limiter = RedisRateLimiter::new(c.core.redis.clone(), c.core.keys.clone());
+    let mut ctx = AdapterContext::new(c.settings.timezone, c.core.clock.clone())
+        .with_limiter(Arc::new(limiter));
     ctx.max_rate_wait = default.config().max_rate_wait;
     ctx.retry = default.config().retry.clone();
     let router = Arc::new(CarrierRouter::new(default, ctx));
-    if let Err(e) = router.refresh(c.stores.carriers.as_ref()).await {
+    if let Err(e) = router.refresh(c.core.stores.carriers.as_ref()).await {
         // The follower retries every few seconds; until then every card uses the default.
         warn!(error = %e, "cannot read the carriers at start");
     }
@@ -38,12 +38,12 @@ pub(crate) fn spawn(
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     let follower = tokio::spawn(router.clone().follow(
-        c.stores.carriers.clone(),
+        c.core.stores.carriers.clone(),
         FOLLOW_EVERY,
         shutdown.clone(),
     ));
-    let board = CarrierHealthBoard::new(c.redis.clone(), c.keys.clone());
-    let clock = c.clock.clone();
+    let board = CarrierHealthBoard::new(c.core.redis.clone(), c.core.keys.clone());
+    let clock = c.core.clock.clone();
     tokio::spawn(async move {
         loop {
             for health in router.health(clock.now()) {

@@ -22,10 +22,10 @@ pub(crate) async fn run(settings: Settings, repair: bool) -> anyhow::Result<()> 
 /// The checker of `cmp-worker check` and of the periodic job.
 pub(crate) fn checker(c: &Components, repair: bool) -> QueueChecker {
     QueueChecker::new(
-        c.stores.cards.clone(),
-        c.queue.clone(),
-        c.configs.clone(),
-        c.clock.clone(),
+        c.core.stores.cards.clone(),
+        c.core.queue.clone(),
+        c.core.configs.clone(),
+        c.core.clock.clone(),
         CheckSettings {
             shard_count: c.settings.shard_count,
             repair,

@@ -3,31 +3,24 @@
 use anyhow::Context;
 use domain::{Clock, TaskType};
 use gateway::{GatewayConfig, HttpGateway};
-use lifecycle::{
-    CardInitializer, InitSettings, PollingLifecycleService, QueueReconciler, ReconcileSettings,
-};
-use polling_config::PollingConfigManager;
+use lifecycle::{CardInitializer, InitSettings, QueueReconciler, ReconcileSettings};
 use polling_queue::{
-    CardCache, CardLock, ConcurrencySemaphore, Keys, PollingQueueManager, ProtectKeys,
-    QueueSettings, RedisClock, RedisRateLimiter, SemaphoreSettings, SingletonLease, TaskCounters,
+    CardCache, ConcurrencySemaphore, RedisClock, RedisRateLimiter, SemaphoreSettings,
+    SingletonLease, TaskCounters,
 };
 use settings::Settings;
 use std::sync::Arc;
 use stop_resume::{StopResumeService, StopResumeSettings};
-use store::Stores;
+use wiring::Core;
 
 pub(crate) struct Components {
     pub(crate) settings: Settings,
     pub(crate) db: sea_orm::DatabaseConnection,
-    pub(crate) redis: fred::clients::Pool,
+    /// Stores, Redis, keys, queues, configs, on the Redis server's clock.
+    pub(crate) core: Core,
     /// The Redis server's time, read locally: every score this node writes is on the clock the
     /// scripts compare it with, whatever this node's wall clock says.
-    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) server_clock: Arc<RedisClock>,
-    pub(crate) keys: Keys,
-    pub(crate) stores: Stores,
-    pub(crate) queue: PollingQueueManager,
-    pub(crate) configs: PollingConfigManager,
     pub(crate) leases: SingletonLease,
     pub(crate) initializer: CardInitializer,
 }
@@ -39,28 +32,16 @@ impl Components {
         let redis = ops::connect_redis(&settings).await?;
         let server_clock = Arc::new(RedisClock::start(redis.clone()).await);
         let clock: Arc<dyn Clock> = server_clock.clone();
-        let keys = Keys::new(settings.redis_key_prefix.clone());
-        let stores = Stores::new(db.clone());
-        let queue = PollingQueueManager::new(
-            redis.clone(),
-            keys.clone(),
-            QueueSettings {
-                shard_count: settings.shard_count,
-                lease: settings.lease,
-            },
-            clock.clone(),
-        );
-        let configs =
-            PollingConfigManager::new(stores.configs.clone(), redis.clone(), keys.clone());
-        let loaded = configs.start().await.context("load polling configs")?;
+        let core = Core::from_settings(&settings, db.clone(), redis.clone(), clock.clone());
+        let loaded = core.configs.start().await.context("load polling configs")?;
         tracing::info!(configs = loaded, "polling configs loaded");
-        let leases = SingletonLease::new(redis.clone(), keys.clone());
+        let leases = SingletonLease::new(redis.clone(), core.keys.clone());
         let initializer = CardInitializer::new(
-            stores.cards.clone(),
-            configs.clone(),
-            redis.clone(),
-            keys.clone(),
-            clock.clone(),
+            core.stores.cards.clone(),
+            core.configs.clone(),
+            redis,
+            core.keys.clone(),
+            clock,
             InitSettings {
                 shard_count: settings.shard_count,
                 ..InitSettings::default()
@@ -69,13 +50,8 @@ impl Components {
         Ok(Components {
             settings,
             db,
-            redis,
-            clock,
+            core,
             server_clock,
-            keys,
-            stores,
-            queue,
-            configs,
             leases,
             initializer,
         })
@@ -91,7 +67,7 @@ impl Components {
             .iter()
             .map(|(carrier, rate)| (domain::CarrierId(*carrier), *rate))
             .collect();
-        let limiter = RedisRateLimiter::new(self.redis.clone(), self.keys.clone());
+        let limiter = RedisRateLimiter::new(self.core.redis.clone(), self.core.keys.clone());
         HttpGateway::new(config, Some(Arc::new(limiter)))
             .context("build the gateway client (CMP_GATEWAY_URL)")
     }
@@ -103,35 +79,19 @@ impl Components {
         gateway: Arc<dyn gateway::CarrierGateway>,
         command_bound: std::time::Duration,
     ) -> StopResumeService {
-        StopResumeService::new(
-            self.stores.cards.clone(),
-            self.stores.packages.clone(),
+        self.core.stop_resume(
             gateway,
-            ProtectKeys::new(self.redis.clone(), self.keys.clone()),
-            CardLock::new(self.redis.clone(), self.keys.clone()),
-            self.clock.clone(),
             StopResumeSettings::for_command_bound(command_bound),
-        )
-        .with_lifecycle(self.lifecycle())
-    }
-
-    pub(crate) fn lifecycle(&self) -> PollingLifecycleService {
-        PollingLifecycleService::new(
-            self.stores.cards.clone(),
-            self.stores.devices.clone(),
-            self.queue.clone(),
-            self.configs.clone(),
-            self.clock.clone(),
         )
     }
 
     pub(crate) fn reconciler(&self) -> QueueReconciler {
         QueueReconciler::new(
-            self.stores.cards.clone(),
-            self.queue.clone(),
-            self.configs.clone(),
+            self.core.stores.cards.clone(),
+            self.core.queue.clone(),
+            self.core.configs.clone(),
             self.leases.clone(),
-            self.clock.clone(),
+            self.core.clock.clone(),
             ReconcileSettings::default(),
         )
     }
@@ -143,26 +103,26 @@ impl Components {
         let default_max =
             admin::concurrency::default_max([p.realname, p.carddata, p.package, p.protect]);
         ConcurrencySemaphore::new(
-            self.redis.clone(),
-            self.keys.clone(),
+            self.core.redis.clone(),
+            self.core.keys.clone(),
             SemaphoreSettings {
                 default_max,
                 lease: self.settings.lease,
             },
-            self.clock.clone(),
+            self.core.clock.clone(),
         )
     }
 
     pub(crate) fn cache(&self) -> CardCache {
-        CardCache::new(self.redis.clone(), self.keys.clone())
-    }
-
-    pub(crate) fn protect_keys(&self) -> ProtectKeys {
-        ProtectKeys::new(self.redis.clone(), self.keys.clone())
+        CardCache::new(self.core.redis.clone(), self.core.keys.clone())
     }
 
     pub(crate) fn counters(&self) -> TaskCounters {
-        TaskCounters::new(self.redis.clone(), self.keys.clone(), self.clock.clone())
+        TaskCounters::new(
+            self.core.redis.clone(),
+            self.core.keys.clone(),
+            self.core.clock.clone(),
+        )
     }
 
     pub(crate) fn pool_sizes(&self) -> scheduler::PoolSizes {

@@ -31,6 +31,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     });
 
     let refresher = c
+        .core
         .configs
         .spawn_refresher(shutdown.clone())
         .await
@@ -44,7 +45,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     let carriers = crate::carriers::router(&c, http.clone()).await;
     let command_bound = gateway::carriers::command_bound(http.config(), &carriers.accounts());
     let carriers_task = crate::carriers::spawn(&c, carriers.clone(), shutdown.clone());
-    let readiness = ops::Readiness::new(c.db.clone(), c.redis.clone())
+    let readiness = ops::Readiness::new(c.db.clone(), c.core.redis.clone())
         .with_probe("queues", move || {
             let probe = probe.clone();
             async move { probe.readiness().await }
@@ -68,23 +69,23 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     let gateway: Arc<dyn gateway::CarrierGateway> =
         Arc::new(admin::gateway_counts::CountingGateway::new(
             carriers.clone(),
-            polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
-            c.clock.clone(),
+            polling_queue::RecentCounters::new(c.core.redis.clone(), c.core.keys.clone()),
+            c.core.clock.clone(),
         ));
     let deps = HandlerDeps {
-        cards: c.stores.cards.clone(),
-        devices: c.stores.devices.clone(),
-        packages: c.stores.packages.clone(),
+        cards: c.core.stores.cards.clone(),
+        devices: c.core.stores.devices.clone(),
+        packages: c.core.stores.packages.clone(),
         gateway: gateway.clone(),
         stop_resume: c.stop_resume(gateway, command_bound),
-        configs: c.configs.clone(),
-        queue: c.queue.clone(),
+        configs: c.core.configs.clone(),
+        queue: c.core.queue.clone(),
         semaphore: c.semaphore(),
         cache: c.cache(),
-        protect: c.protect_keys(),
+        protect: c.core.protect_keys(),
         counters: c.counters(),
-        lifecycle: c.lifecycle(),
-        clock: c.clock.clone(),
+        lifecycle: c.core.lifecycle(),
+        clock: c.core.clock.clone(),
         settings: HandlerSettings {
             retry_interval: c.settings.retry_interval,
             timezone: c.settings.timezone,
@@ -94,10 +95,10 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     let registry = build_registry(&deps);
     let jobs = Arc::new(PackageJobs::new(&deps));
     let scheduler = Scheduler::new(
-        c.queue.clone(),
+        c.core.queue.clone(),
         registry,
         c.leases.clone(),
-        c.clock.clone(),
+        c.core.clock.clone(),
         SchedulerSettings {
             tick: c.settings.scheduler_tick,
             batch: c.settings.scheduler_batch,
@@ -113,16 +114,16 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     .with_job(Box::new(DataReset(jobs)));
     let scheduler = admin::jobs::periodic_jobs(
         admin::jobs::JobStores {
-            monitoring: c.stores.monitoring.clone(),
-            alerts: c.stores.alerts.clone(),
-            metrics_history: c.stores.metrics_history.clone(),
-            cleanup: c.stores.cleanup.clone(),
+            monitoring: c.core.stores.monitoring.clone(),
+            alerts: c.core.stores.alerts.clone(),
+            metrics_history: c.core.stores.metrics_history.clone(),
+            cleanup: c.core.stores.cleanup.clone(),
         },
-        c.queue.clone(),
-        polling_queue::RecentCounters::new(c.redis.clone(), c.keys.clone()),
+        c.core.queue.clone(),
+        polling_queue::RecentCounters::new(c.core.redis.clone(), c.core.keys.clone()),
         c.initializer.clone(),
         c.leases.clone(),
-        c.clock.clone(),
+        c.core.clock.clone(),
     )
     .context("build the alert webhook client")?
     .into_iter()

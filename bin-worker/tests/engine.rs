@@ -52,7 +52,7 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
             .cards
             .get(card)
             .await?
-            .is_some_and(|c| c.network_status == NetworkStatus::Stopped))
+            .is_some_and(|c| c.facts.network_status == NetworkStatus::Stopped))
     })
     .await?;
     assert!(stopped, "exhausted card stopped");
@@ -113,7 +113,7 @@ async fn cards_are_polled_stopped_when_exhausted_and_resumed_after_renewal() -> 
             .cards
             .get(card)
             .await?
-            .is_some_and(|c| c.network_status == NetworkStatus::Online))
+            .is_some_and(|c| c.facts.network_status == NetworkStatus::Online))
     })
     .await?;
     assert!(resumed, "renewed card resumed");

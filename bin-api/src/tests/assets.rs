@@ -116,7 +116,7 @@ async fn a_purchase_resumes_a_card_stopped_for_no_package() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(card.network_status, domain::NetworkStatus::Online);
+    assert_eq!(card.facts.network_status, domain::NetworkStatus::Online);
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! Answers of the operations routes: monitoring, the metrics history, concurrency, data
 //! cleanup, alert rules, carriers.
 
-use crate::mirror::{mirror_enum, view};
+use crate::mirror::{Mirror, mirror_enum, view};
 use chrono::{DateTime, Utc};
 use domain::{
     AlertRule, CarrierHealth, CarrierId, CarrierLimits, CarrierProtocol, CleanupConfigId,
@@ -37,23 +37,46 @@ view! {
     }
 }
 
-view! {
-    /// `polling:init:progress`, decoded.
-    struct InitProgressView from admin::monitoring::InitProgressView {
-        /// `never_run`, `running`, `completed` or `failed`.
-        status: String,
-        total: u64,
-        processed: u64,
-        unmatched: u64,
-        added: u64,
-        /// processed / total, 0..1.
-        fraction: f64,
-        shard_count: Option<u32>,
-        shards: Vec<u64>,
-        mode: Option<String>,
-        started_at: Option<DateTime<Utc>>,
-        finished_at: Option<DateTime<Utc>>,
-        error: Option<String>,
+/// `polling:init:progress`, decoded.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct InitProgressView {
+    /// `never_run`, `running`, `completed` or `failed`.
+    pub(crate) status: String,
+    pub(crate) total: u64,
+    pub(crate) processed: u64,
+    pub(crate) unmatched: u64,
+    pub(crate) added: u64,
+    /// processed / total, 0..1.
+    pub(crate) fraction: f64,
+    pub(crate) shard_count: Option<u32>,
+    pub(crate) shards: Vec<u64>,
+    pub(crate) mode: Option<String>,
+    pub(crate) started_at: Option<DateTime<Utc>>,
+    pub(crate) finished_at: Option<DateTime<Utc>>,
+    pub(crate) error: Option<String>,
+}
+
+impl Mirror<admin::monitoring::InitProgressView> for InitProgressView {
+    fn mirror(from: admin::monitoring::InitProgressView) -> Self {
+        let admin::monitoring::InitProgressView {
+            status,
+            fraction,
+            progress: p,
+        } = from;
+        Self {
+            status: status.to_owned(),
+            total: p.total,
+            processed: p.processed,
+            unmatched: p.unmatched,
+            added: p.added,
+            fraction,
+            shard_count: p.shard_count,
+            shards: p.shards,
+            mode: p.mode,
+            started_at: p.started_at,
+            finished_at: p.finished_at,
+            error: p.error,
+        }
     }
 }
 

@@ -146,25 +146,15 @@ impl FromStr for StopReason {
     }
 }
 
-/// One SIM card (`tb_iot_card`).
+/// One SIM card (`tb_iot_card`): what it was imported as (its carrier, category, status,
+/// device and switch, changed since by polling and operators), with what the database keeps.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Card {
     pub id: CardId,
-    pub iccid: String,
-    pub msisdn: Option<String>,
-    pub carrier_id: CarrierId,
-    pub card_category: CardCategory,
-    /// Platform status code of the card's business lifecycle (owned by the platform, not
-    /// interpreted by polling; a change triggers `on_card_status_changed`).
-    pub status: i16,
-    pub real_name_status: RealNameStatus,
-    pub network_status: NetworkStatus,
+    #[serde(flatten)]
+    pub facts: NewCard,
     pub stop_reason: Option<StopReason>,
-    /// The card's own switch; polling also requires its device's switch.
-    pub enable_polling: bool,
-    /// `None`: a standalone card, covered by its own packages. `Some`: covered by the device's.
-    pub device_id: Option<DeviceId>,
     /// Lifetime usage: the sum of all deltas.
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub data_usage_mb: Megabytes,
@@ -195,35 +185,40 @@ pub struct MonthCounters {
 impl Card {
     /// Real-name is satisfied when verified, or for an industry card (carrier exemption).
     pub fn real_name_satisfied(&self) -> bool {
-        self.real_name_status.is_verified() || self.card_category == CardCategory::Industry
+        let f = &self.facts;
+        f.real_name_status.is_verified() || f.card_category == CardCategory::Industry
     }
 
     /// The fields config matching looks at.
     pub fn match_fields(&self) -> CardMatchFields {
+        let f = &self.facts;
         CardMatchFields {
             id: self.id,
-            carrier_id: self.carrier_id,
-            card_category: self.card_category,
-            real_name_status: self.real_name_status,
-            network_status: self.network_status,
+            carrier_id: f.carrier_id,
+            card_category: f.card_category,
+            real_name_status: f.real_name_status,
+            network_status: f.network_status,
         }
     }
 
     /// Whether the card may be scheduled at all, given its device's switch (`None`: standalone
     /// card, or the device row is missing).
     pub fn polling_allowed(&self, device_enable_polling: Option<bool>) -> bool {
-        self.deleted_at.is_none() && self.enable_polling && device_enable_polling.unwrap_or(true)
+        self.deleted_at.is_none()
+            && self.facts.enable_polling
+            && device_enable_polling.unwrap_or(true)
     }
 
     /// The card's identity, with the polling switch of its device (`None`: standalone, or the
     /// device row is gone).
     pub fn identity(&self, device_enable_polling: Option<bool>) -> CardIdentity {
+        let f = &self.facts;
         CardIdentity {
             id: self.id,
-            iccid: self.iccid.clone(),
-            carrier_id: self.carrier_id,
-            card_category: self.card_category,
-            device_id: self.device_id,
+            iccid: f.iccid.clone(),
+            carrier_id: f.carrier_id,
+            card_category: f.card_category,
+            device_id: f.device_id,
             polling_enabled: self.polling_allowed(device_enable_polling),
         }
     }
@@ -259,17 +254,22 @@ pub struct CardMatchFields {
     pub network_status: NetworkStatus,
 }
 
-/// A card to insert. Usage counters start at zero.
+/// A card to insert (usage counters start at zero), and the facts of every stored card.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewCard {
     pub iccid: String,
     pub msisdn: Option<String>,
     pub carrier_id: CarrierId,
     pub card_category: CardCategory,
+    /// Platform status code of the card's business lifecycle (owned by the platform, not
+    /// interpreted by polling; a change triggers `on_card_status_changed`).
     pub status: i16,
     pub real_name_status: RealNameStatus,
     pub network_status: NetworkStatus,
+    /// The card's own switch; polling also requires its device's switch.
     pub enable_polling: bool,
+    /// `None`: a standalone card, covered by its own packages. `Some`: covered by the device's.
     pub device_id: Option<DeviceId>,
 }
 

@@ -64,20 +64,13 @@ impl Intervals {
     }
 }
 
-/// A row of `tb_polling_config`.
+/// A row of `tb_polling_config`: what was asked for, with the id and times the database keeps.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollingConfig {
     pub id: PollingConfigId,
-    pub name: String,
-    /// Lower is tried first; ties broken by id.
-    pub priority: i32,
-    pub enabled: bool,
-    pub card_condition: Option<CardCondition>,
-    pub card_category: Option<CardCategory>,
-    pub carrier_id: Option<CarrierId>,
     #[serde(flatten)]
-    pub intervals: Intervals,
+    pub spec: PollingConfigInput,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -87,6 +80,7 @@ pub struct PollingConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollingConfigInput {
     pub name: String,
+    /// Lower is tried first; ties broken by id.
     pub priority: i32,
     pub enabled: bool,
     pub card_condition: Option<CardCondition>,
@@ -99,6 +93,13 @@ pub struct PollingConfigInput {
 impl PollingConfig {
     /// Every condition that is set holds for the card (unset means any).
     pub fn matches(&self, card: &CardMatchFields) -> bool {
+        self.spec.matches(card)
+    }
+}
+
+impl PollingConfigInput {
+    /// Every condition that is set holds for the card (unset means any).
+    pub fn matches(&self, card: &CardMatchFields) -> bool {
         self.card_condition.is_none_or(|c| c.holds(card))
             && self.card_category.is_none_or(|c| c == card.card_category)
             && self.carrier_id.is_none_or(|c| c == card.carrier_id)
@@ -107,8 +108,8 @@ impl PollingConfig {
 
 /// Sorts configs into matching order: enabled only, ascending priority, then id.
 pub fn matching_order(mut configs: Vec<PollingConfig>) -> Vec<PollingConfig> {
-    configs.retain(|c| c.enabled);
-    configs.sort_by_key(|c| (c.priority, c.id));
+    configs.retain(|c| c.spec.enabled);
+    configs.sort_by_key(|c| (c.spec.priority, c.id));
     configs
 }
 
@@ -128,15 +129,17 @@ mod tests {
     fn config(id: i64, priority: i32) -> PollingConfig {
         PollingConfig {
             id: PollingConfigId(id),
-            name: format!("c{id}"),
-            priority,
-            enabled: true,
-            card_condition: None,
-            card_category: None,
-            carrier_id: None,
-            intervals: Intervals {
-                carddata_interval_secs: Some(60),
-                ..Intervals::default()
+            spec: PollingConfigInput {
+                name: format!("c{id}"),
+                priority,
+                enabled: true,
+                card_condition: None,
+                card_category: None,
+                carrier_id: None,
+                intervals: Intervals {
+                    carddata_interval_secs: Some(60),
+                    ..Intervals::default()
+                },
             },
             created_at: DateTime::<Utc>::UNIX_EPOCH,
             updated_at: DateTime::<Utc>::UNIX_EPOCH,
@@ -156,7 +159,7 @@ mod tests {
     #[test]
     fn priority_then_id_and_disabled_ignored() {
         let mut disabled = config(1, 0);
-        disabled.enabled = false;
+        disabled.spec.enabled = false;
         let ordered = matching_order(vec![config(9, 5), config(3, 5), disabled, config(2, 10)]);
         assert_eq!(
             first_match(&ordered, &card()).map(|c| c.id),
@@ -168,28 +171,28 @@ mod tests {
     fn each_condition_kind() {
         let c = card();
         let mut cfg = config(1, 0);
-        cfg.card_condition = Some(CardCondition::Realname);
+        cfg.spec.card_condition = Some(CardCondition::Realname);
         assert!(!cfg.matches(&c));
-        cfg.card_condition = Some(CardCondition::NotRealname);
+        cfg.spec.card_condition = Some(CardCondition::NotRealname);
         assert!(cfg.matches(&c));
-        cfg.card_condition = Some(CardCondition::Stopped);
+        cfg.spec.card_condition = Some(CardCondition::Stopped);
         assert!(!cfg.matches(&c));
-        cfg.card_condition = Some(CardCondition::Online);
+        cfg.spec.card_condition = Some(CardCondition::Online);
         assert!(cfg.matches(&c));
-        cfg.card_category = Some(CardCategory::Industry);
+        cfg.spec.card_category = Some(CardCategory::Industry);
         assert!(!cfg.matches(&c));
-        cfg.card_category = Some(CardCategory::Normal);
-        cfg.carrier_id = Some(CarrierId(8));
+        cfg.spec.card_category = Some(CardCategory::Normal);
+        cfg.spec.carrier_id = Some(CarrierId(8));
         assert!(!cfg.matches(&c));
-        cfg.carrier_id = Some(CarrierId(7));
+        cfg.spec.carrier_id = Some(CarrierId(7));
         assert!(cfg.matches(&c));
     }
 
     #[test]
     fn null_interval_is_not_scheduled() {
         let cfg = config(1, 0);
-        let scheduled: Vec<TaskType> = cfg.intervals.scheduled().map(|(t, _)| t).collect();
+        let scheduled: Vec<TaskType> = cfg.spec.intervals.scheduled().map(|(t, _)| t).collect();
         assert_eq!(scheduled, vec![TaskType::Carddata]);
-        assert_eq!(cfg.intervals.get(TaskType::Realname), None);
+        assert_eq!(cfg.spec.intervals.get(TaskType::Realname), None);
     }
 }

@@ -37,23 +37,19 @@ str_enum!(PackageStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Package {
     pub id: PackageId,
+    #[serde(flatten)]
+    pub spec: NewPackage,
+}
+
+/// A product to create, and the content of every stored one.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewPackage {
     pub name: String,
     /// `None`: unlimited.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
     pub data_limit_mb: Option<Megabytes>,
     /// Virtual megabytes charged per real megabyte (>= 1).
-    pub virtual_ratio: Decimal,
-    pub duration_days: i32,
-    pub reset_cycle: ResetCycle,
-}
-
-/// A product to create.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewPackage {
-    pub name: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
-    pub data_limit_mb: Option<Megabytes>,
     pub virtual_ratio: Decimal,
     pub duration_days: i32,
     pub reset_cycle: ResetCycle,
@@ -78,11 +74,50 @@ impl PackageOwner {
     }
 }
 
-/// A package bought for a card or a device (`tb_package_usage`).
+/// A package bought for a card or a device (`tb_package_usage`): what was bought, with the id
+/// and time the database keeps.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageUsage {
     pub id: PackageUsageId,
+    #[serde(flatten)]
+    pub spec: NewPackageUsage,
+    pub created_at: DateTime<Utc>,
+}
+
+impl PackageUsage {
+    /// Valid: active and `activated_at <= now < expires_at` (a missing bound is open).
+    pub fn is_valid_at(&self, now: DateTime<Utc>) -> bool {
+        let p = &self.spec;
+        p.status == PackageStatus::Active
+            && p.activated_at.is_none_or(|a| a <= now)
+            && p.expires_at.is_none_or(|e| now < e)
+    }
+
+    /// Exhausted: `used_mb >= data_limit_mb`; an unlimited package never is.
+    pub fn is_exhausted(&self) -> bool {
+        let p = &self.spec;
+        p.data_limit_mb.is_some_and(|limit| p.used_mb >= limit)
+    }
+
+    /// Room left in real megabytes (`None`: unlimited).
+    pub fn room_real_mb(&self) -> Option<Megabytes> {
+        let p = &self.spec;
+        let ratio = effective_ratio(p.virtual_ratio);
+        p.data_limit_mb
+            .map(|limit| ((limit - p.used_mb) / ratio).max(Decimal::ZERO))
+    }
+}
+
+/// A ratio below 1 (bad data) is treated as 1 so that deduction never divides by zero.
+fn effective_ratio(r: Decimal) -> Decimal {
+    if r < Decimal::ONE { Decimal::ONE } else { r }
+}
+
+/// A package bought for a card or device: a row to insert, and the content of every row.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewPackageUsage {
     pub owner: PackageOwner,
     pub package_id: Option<PackageId>,
     /// The carrier's identifier, when the carrier reports this package.
@@ -96,54 +131,6 @@ pub struct PackageUsage {
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub used_mb: Megabytes,
     /// Stays pending until the card's first real-name verification.
-    pub activate_on_realname: bool,
-    pub activated_at: Option<DateTime<Utc>>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub reset_cycle: ResetCycle,
-    pub next_reset_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-}
-
-impl PackageUsage {
-    /// Valid: active and `activated_at <= now < expires_at` (a missing bound is open).
-    pub fn is_valid_at(&self, now: DateTime<Utc>) -> bool {
-        self.status == PackageStatus::Active
-            && self.activated_at.is_none_or(|a| a <= now)
-            && self.expires_at.is_none_or(|e| now < e)
-    }
-
-    /// Exhausted: `used_mb >= data_limit_mb`; an unlimited package never is.
-    pub fn is_exhausted(&self) -> bool {
-        self.data_limit_mb
-            .is_some_and(|limit| self.used_mb >= limit)
-    }
-
-    /// Room left in real megabytes (`None`: unlimited).
-    pub fn room_real_mb(&self) -> Option<Megabytes> {
-        let ratio = effective_ratio(self.virtual_ratio);
-        self.data_limit_mb
-            .map(|limit| ((limit - self.used_mb) / ratio).max(Decimal::ZERO))
-    }
-}
-
-/// A ratio below 1 (bad data) is treated as 1 so that deduction never divides by zero.
-fn effective_ratio(r: Decimal) -> Decimal {
-    if r < Decimal::ONE { Decimal::ONE } else { r }
-}
-
-/// A package bought for a card or device.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewPackageUsage {
-    pub owner: PackageOwner,
-    pub package_id: Option<PackageId>,
-    pub external_id: Option<String>,
-    pub status: PackageStatus,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "1024"))]
-    pub data_limit_mb: Option<Megabytes>,
-    pub virtual_ratio: Decimal,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
-    pub used_mb: Megabytes,
     pub activate_on_realname: bool,
     pub activated_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
@@ -184,18 +171,7 @@ impl NewPackageUsage {
     pub fn stored(self, id: PackageUsageId, created_at: DateTime<Utc>) -> PackageUsage {
         PackageUsage {
             id,
-            owner: self.owner,
-            package_id: self.package_id,
-            external_id: self.external_id,
-            status: self.status,
-            data_limit_mb: self.data_limit_mb,
-            virtual_ratio: self.virtual_ratio,
-            used_mb: self.used_mb,
-            activate_on_realname: self.activate_on_realname,
-            activated_at: self.activated_at,
-            expires_at: self.expires_at,
-            reset_cycle: self.reset_cycle,
-            next_reset_at: self.next_reset_at,
+            spec: self,
             created_at,
         }
     }
@@ -221,6 +197,7 @@ impl CarrierPackage {
     /// (the fields the carrier upsert writes; see `PackageStore::upsert_carrier_packages`).
     pub fn is_held_in(&self, stored: &[PackageUsage]) -> bool {
         stored.iter().any(|p| {
+            let p = &p.spec;
             p.external_id.as_deref() == Some(self.external_id.as_str())
                 && p.status == self.status
                 && p.used_mb == self.used_mb
@@ -262,7 +239,7 @@ pub fn plan_deduction(
         return Vec::new();
     }
     let mut valid: Vec<&PackageUsage> = packages.iter().filter(|p| p.is_valid_at(now)).collect();
-    valid.sort_by_key(|p| (p.expires_at.is_none(), p.expires_at, p.id));
+    valid.sort_by_key(|p| (p.spec.expires_at.is_none(), p.spec.expires_at, p.id));
     let mut steps: Vec<DeductionStep> = Vec::new();
     let mut remaining = delta_real_mb;
     for p in &valid {
@@ -276,7 +253,7 @@ pub fn plan_deduction(
         if take > Decimal::ZERO {
             steps.push(DeductionStep {
                 id: p.id,
-                add_virtual_mb: virtual_mb(take, effective_ratio(p.virtual_ratio)),
+                add_virtual_mb: virtual_mb(take, effective_ratio(p.spec.virtual_ratio)),
                 real_mb: take,
             });
             remaining -= take;
@@ -285,7 +262,7 @@ pub fn plan_deduction(
     if remaining > Decimal::ZERO
         && let Some(last) = valid.last()
     {
-        let ratio = effective_ratio(last.virtual_ratio);
+        let ratio = effective_ratio(last.spec.virtual_ratio);
         match steps.last_mut().filter(|s| s.id == last.id) {
             Some(step) => {
                 step.add_virtual_mb = step
@@ -331,14 +308,14 @@ mod tests {
     #[test]
     fn a_report_is_held_only_by_a_package_equal_in_every_written_field() {
         let mut stored = pkg(1, Some(dec!(100)), dec!(1), dec!(5.0), 30);
-        stored.external_id = Some("P-1".into());
+        stored.spec.external_id = Some("P-1".into());
         let report = CarrierPackage {
             external_id: "P-1".into(),
             status: PackageStatus::Active,
             used_mb: dec!(5),
             limit_mb: Some(dec!(100.00)),
-            activated_at: stored.activated_at,
-            expires_at: stored.expires_at,
+            activated_at: stored.spec.activated_at,
+            expires_at: stored.spec.expires_at,
         };
         let held = std::slice::from_ref(&stored);
         assert!(
@@ -368,7 +345,7 @@ mod tests {
                 ..report.clone()
             },
             CarrierPackage {
-                expires_at: stored.expires_at.map(|e| e + Duration::seconds(1)),
+                expires_at: stored.spec.expires_at.map(|e| e + Duration::seconds(1)),
                 ..report.clone()
             },
         ];
@@ -381,13 +358,13 @@ mod tests {
     fn validity_window_is_half_open() {
         let mut p = pkg(1, Some(dec!(100)), dec!(1), dec!(0), 1);
         assert!(p.is_valid_at(now()));
-        p.expires_at = Some(now());
+        p.spec.expires_at = Some(now());
         assert!(!p.is_valid_at(now()), "expires_at is exclusive");
-        p.expires_at = None;
-        p.activated_at = Some(now() + Duration::seconds(1));
+        p.spec.expires_at = None;
+        p.spec.activated_at = Some(now() + Duration::seconds(1));
         assert!(!p.is_valid_at(now()), "a future package is not valid yet");
-        p.activated_at = Some(now());
-        p.status = PackageStatus::Pending;
+        p.spec.activated_at = Some(now());
+        p.spec.status = PackageStatus::Pending;
         assert!(!p.is_valid_at(now()));
     }
 
@@ -458,7 +435,7 @@ mod tests {
             }]
         );
         let mut expired = u;
-        expired.status = PackageStatus::Expired;
+        expired.spec.status = PackageStatus::Expired;
         assert!(plan_deduction(&[expired], dec!(7), now()).is_empty());
         assert!(plan_deduction(&[], dec!(0), now()).is_empty());
     }

@@ -78,10 +78,10 @@ impl PollingLifecycleService {
 
     /// The card's switch, then its device's (one read, only for a bound, enabled card).
     async fn polling_allowed(&self, card: &Card) -> Result<bool, LifecycleError> {
-        if card.deleted_at.is_some() || !card.enable_polling {
+        if card.deleted_at.is_some() || !card.facts.enable_polling {
             return Ok(false);
         }
-        let Some(device) = card.device_id else {
+        let Some(device) = card.facts.device_id else {
             return Ok(true);
         };
         let flags = self.devices.enable_polling_of(&[device]).await?;

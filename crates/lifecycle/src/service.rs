@@ -178,8 +178,8 @@ impl PollingLifecycleService {
     ) -> Result<HashMap<DeviceId, bool>, LifecycleError> {
         let mut devices: Vec<DeviceId> = cards
             .iter()
-            .filter(|c| c.enable_polling)
-            .filter_map(|c| c.device_id)
+            .filter(|c| c.facts.enable_polling)
+            .filter_map(|c| c.facts.device_id)
             .collect();
         if devices.is_empty() {
             return Ok(HashMap::new());
@@ -193,13 +193,16 @@ impl PollingLifecycleService {
 /// [`Card::polling_allowed`] with the device flags read for the batch (a device row that is
 /// gone does not block: the card is unbound with it). Logs why a card is skipped.
 fn allowed(card: &Card, device_flags: &HashMap<DeviceId, bool>) -> bool {
-    let device_flag = card.device_id.and_then(|d| device_flags.get(&d).copied());
+    let device_flag = card
+        .facts
+        .device_id
+        .and_then(|d| device_flags.get(&d).copied());
     if card.polling_allowed(device_flag) {
         return true;
     }
     let card_id = card.id.get();
-    match card.device_id {
-        Some(device) if card.enable_polling => {
+    match card.facts.device_id {
+        Some(device) if card.facts.enable_polling => {
             let device_id = device.get();
             tracing::debug!(
                 device_id,

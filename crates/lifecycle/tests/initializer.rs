@@ -131,7 +131,7 @@ async fn mixed_fleet(w: &World, cards: u64) -> anyhow::Result<Expected> {
         };
         let shard = id.shard(SHARDS);
         exp.per_shard[shard as usize] += 1;
-        for (t, d) in cfg.intervals.scheduled() {
+        for (t, d) in cfg.spec.intervals.scheduled() {
             exp.entries
                 .entry((shard, t))
                 .or_default()

@@ -354,7 +354,10 @@ async fn batch_reads_the_stores_once() -> anyhow::Result<()> {
         .iter()
         .map(|&id| domain::Card {
             id,
-            device_id: Some(DeviceId(id.get() % 50)),
+            facts: domain::NewCard {
+                device_id: Some(DeviceId(id.get() % 50)),
+                ..template.facts.clone()
+            },
             ..template.clone()
         })
         .collect();

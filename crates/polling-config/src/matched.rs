@@ -16,8 +16,8 @@ impl MatchedConfig {
     fn of(config: &PollingConfig) -> Self {
         Self {
             id: config.id,
-            priority: config.priority,
-            intervals: config.intervals,
+            priority: config.spec.priority,
+            intervals: config.spec.intervals,
         }
     }
 

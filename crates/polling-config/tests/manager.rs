@@ -100,7 +100,12 @@ async fn priority_ascending_then_id_and_disabled_ignored() -> anyhow::Result<()>
     m.refresh().await?;
     assert_eq!(m.match_config(&any).map(|c| c.id()), Some(low_prio));
     // The order in memory is the matching order.
-    let order: Vec<i32> = m.snapshot().configs().iter().map(|c| c.priority).collect();
+    let order: Vec<i32> = m
+        .snapshot()
+        .configs()
+        .iter()
+        .map(|c| c.spec.priority)
+        .collect();
     assert_eq!(order, vec![10]);
     Ok(())
 }
@@ -222,7 +227,7 @@ async fn redis_hash_holds_every_config_with_a_24h_ttl() -> anyhow::Result<()> {
     let raw: std::collections::HashMap<String, String> = pool.hgetall(&key).await?;
     assert_eq!(raw.len(), 2);
     let back: domain::PollingConfig = serde_json::from_str(&raw[&off.to_string()])?;
-    assert!(!back.enabled);
+    assert!(!back.spec.enabled);
     assert!(raw.contains_key(&on.to_string()));
     // A deleted config leaves the hash at the next refresh.
     w.store.delete(off).await?;

@@ -7,7 +7,7 @@ use chrono::Duration as Span;
 use common::{TestRedis, t0};
 use domain::{
     CallClass, Card, CardCategory, CardId, CardIdentity, CarrierId, DeviceId, ManualClock,
-    MonthCounters, RateLimiter, TaskType,
+    MonthCounters, NewCard, RateLimiter, TaskType,
 };
 use fred::prelude::*;
 use polling_queue::{
@@ -27,16 +27,18 @@ async fn setup() -> anyhow::Result<(TestRedis, Pool, Keys, ManualClock)> {
 fn card(id: i64) -> CardIdentity {
     Card {
         id: CardId(id),
-        iccid: format!("8986{id:016}"),
-        msisdn: Some("13800000000".into()),
-        carrier_id: CarrierId(2),
-        card_category: CardCategory::Industry,
-        status: 1,
-        real_name_status: domain::RealNameStatus::NotVerified,
-        network_status: domain::NetworkStatus::Stopped,
+        facts: NewCard {
+            iccid: format!("8986{id:016}"),
+            msisdn: Some("13800000000".into()),
+            carrier_id: CarrierId(2),
+            card_category: CardCategory::Industry,
+            status: 1,
+            real_name_status: domain::RealNameStatus::NotVerified,
+            network_status: domain::NetworkStatus::Stopped,
+            enable_polling: true,
+            device_id: Some(DeviceId(9)),
+        },
         stop_reason: Some(domain::StopReason::NoPackage),
-        enable_polling: true,
-        device_id: Some(DeviceId(9)),
         data_usage_mb: domain::Megabytes::new(12_345, 2),
         usage: MonthCounters::default(),
         created_at: t0(),

@@ -6,7 +6,8 @@ use anyhow::Context as _;
 use chrono::{DateTime, Duration as Span, Utc};
 use common::{TestRedis, age, load_zset, server_now, t0};
 use domain::{
-    Card, CardCategory, CardId, CardIdentity, CarrierId, ManualClock, MonthCounters, TaskType,
+    Card, CardCategory, CardId, CardIdentity, CarrierId, ManualClock, MonthCounters, NewCard,
+    TaskType,
 };
 use fred::prelude::*;
 use polling_queue::{
@@ -69,16 +70,18 @@ fn cards_on(shard: u32, n: usize) -> impl Iterator<Item = CardId> {
 fn card(id: i64) -> CardIdentity {
     Card {
         id: CardId(id),
-        iccid: format!("8986{id:016}"),
-        msisdn: None,
-        carrier_id: CarrierId(1),
-        card_category: CardCategory::Normal,
-        status: 1,
-        real_name_status: domain::RealNameStatus::Verified,
-        network_status: domain::NetworkStatus::Online,
+        facts: NewCard {
+            iccid: format!("8986{id:016}"),
+            msisdn: None,
+            carrier_id: CarrierId(1),
+            card_category: CardCategory::Normal,
+            status: 1,
+            real_name_status: domain::RealNameStatus::Verified,
+            network_status: domain::NetworkStatus::Online,
+            enable_polling: true,
+            device_id: None,
+        },
         stop_reason: None,
-        enable_polling: true,
-        device_id: None,
         data_usage_mb: domain::Megabytes::ZERO,
         usage: MonthCounters::default(),
         created_at: t0(),

@@ -134,19 +134,19 @@ impl Decision {
     /// Brings `card` in line with what carrying out this decision did; whether the network
     /// status changed (a fact config matching reads). A reason change only rewrites the reason.
     pub fn apply_to(&self, card: &mut Card) -> bool {
-        let before = card.network_status;
+        let before = card.facts.network_status;
         match self.action {
             Action::Stopped { reason } | Action::ReasonChanged { to: reason, .. } => {
-                card.network_status = NetworkStatus::Stopped;
+                card.facts.network_status = NetworkStatus::Stopped;
                 card.stop_reason = Some(reason);
             }
             Action::Started => {
-                card.network_status = NetworkStatus::Online;
+                card.facts.network_status = NetworkStatus::Online;
                 card.stop_reason = None;
             }
             Action::Nothing { .. } => {}
         }
-        card.network_status != before
+        card.facts.network_status != before
     }
 }
 
@@ -158,16 +158,16 @@ pub fn evidence(
     protect: ProtectEvidence,
     now: DateTime<Utc>,
 ) -> Evidence {
-    let owner = PackageOwner::covering(card.id, card.device_id);
+    let owner = PackageOwner::covering(card.id, card.facts.device_id);
     let valid: Vec<&PackageUsage> = packages
         .iter()
-        .filter(|p| p.owner == owner && p.is_valid_at(now))
+        .filter(|p| p.spec.owner == owner && p.is_valid_at(now))
         .collect();
     let exhausted_packages = valid.iter().filter(|p| p.is_exhausted()).count();
-    let used_mb = valid.iter().map(|p| p.used_mb).sum();
-    let limit_mb = valid
-        .iter()
-        .try_fold(Decimal::ZERO, |sum, p| p.data_limit_mb.map(|l| sum + l));
+    let used_mb = valid.iter().map(|p| p.spec.used_mb).sum();
+    let limit_mb = valid.iter().try_fold(Decimal::ZERO, |sum, p| {
+        p.spec.data_limit_mb.map(|l| sum + l)
+    });
     let real_name_satisfied = card.real_name_satisfied();
     let holding_reason = if !real_name_satisfied {
         Some(StopReason::NotRealname)
@@ -184,11 +184,11 @@ pub fn evidence(
         exhausted_packages,
         used_mb,
         limit_mb,
-        real_name_status: card.real_name_status,
-        card_category: card.card_category,
+        real_name_status: card.facts.real_name_status,
+        card_category: card.facts.card_category,
         real_name_satisfied,
         protect,
-        network_status: card.network_status,
+        network_status: card.facts.network_status,
         stop_reason: card.stop_reason,
         holding_reason,
         evaluated_at: now,

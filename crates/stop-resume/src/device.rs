@@ -37,7 +37,7 @@ impl StopResumeService {
     ) -> Result<DeviceCardOutcome, StopResumeError> {
         self.locked(card_id, async {
             let s = self.load_for_act(card_id).await?;
-            let action = match (to, s.card.network_status, s.card.stop_reason) {
+            let action = match (to, s.card.facts.network_status, s.card.stop_reason) {
                 (NetworkStatus::Stopped, NetworkStatus::Online, _) => Action::Stopped {
                     reason: StopReason::Protect,
                 },

@@ -32,7 +32,7 @@ impl StopResumeService {
     ) -> Result<Written, StopResumeError> {
         let entry = NewCardStateLog {
             card_id: card.id,
-            from_status: card.network_status,
+            from_status: card.facts.network_status,
             to_status: to,
             stop_reason,
             trigger: trigger.as_str().to_owned(),
@@ -112,8 +112,16 @@ impl StopResumeService {
     async fn switch(&self, card: &Card, to: NetworkStatus) -> Result<(), StopResumeError> {
         let call = call_name(to);
         let answer = match to {
-            NetworkStatus::Stopped => self.gateway.stop(card.carrier_id, &card.iccid).await,
-            NetworkStatus::Online => self.gateway.start(card.carrier_id, &card.iccid).await,
+            NetworkStatus::Stopped => {
+                self.gateway
+                    .stop(card.facts.carrier_id, &card.facts.iccid)
+                    .await
+            }
+            NetworkStatus::Online => {
+                self.gateway
+                    .start(card.facts.carrier_id, &card.facts.iccid)
+                    .await
+            }
         };
         let outcome = match answer {
             Ok(got) if got == to => Ok(()),

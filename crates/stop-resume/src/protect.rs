@@ -49,14 +49,14 @@ pub fn protect_decision(
     protect: ProtectEvidence,
     now: DateTime<Utc>,
 ) -> Option<Decision> {
-    card.device_id?;
+    card.facts.device_id?;
     if !card.real_name_satisfied() {
         return None;
     }
     if !protect.active() {
         return Some(decision::decide(card, packages, protect, now));
     }
-    let action = match (protect.stop, card.network_status, card.stop_reason) {
+    let action = match (protect.stop, card.facts.network_status, card.stop_reason) {
         (true, NetworkStatus::Online, _) => Action::Stopped {
             reason: StopReason::Protect,
         },
@@ -88,12 +88,12 @@ impl StopResumeService {
             let s = self.load_for_act(card_id).await?;
             let now = self.clock.now();
             let Some(decision) = protect_decision(&s.card, &s.packages, s.protect, now) else {
-                debug!(card_id = %card_id, standalone = s.card.device_id.is_none(),
+                debug!(card_id = %card_id, standalone = s.card.facts.device_id.is_none(),
                     "standalone or not real-named card: protect check skipped");
                 return Ok(ProtectChecked::Skipped { card: s.card });
             };
             let in_period = s.protect.active();
-            let device = s.card.device_id;
+            let device = s.card.facts.device_id;
             let evaluated = self.act(s.card, decision, Trigger::Protect).await?;
             if !in_period {
                 return Ok(ProtectChecked::Decided(evaluated));

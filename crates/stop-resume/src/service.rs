@@ -131,7 +131,7 @@ impl StopResumeService {
     #[tracing::instrument(name = "stop_by_operator", skip_all, fields(card_id = %card_id))]
     pub async fn stop_by_operator(&self, card_id: CardId) -> Result<Evaluated, StopResumeError> {
         self.operator(card_id, |card| {
-            match (card.network_status, card.stop_reason) {
+            match (card.facts.network_status, card.stop_reason) {
                 (NetworkStatus::Online, _) => Action::Stopped {
                     reason: StopReason::Manual,
                 },
@@ -152,7 +152,7 @@ impl StopResumeService {
     /// evaluation if a reason holds.
     #[tracing::instrument(name = "start_by_operator", skip_all, fields(card_id = %card_id))]
     pub async fn start_by_operator(&self, card_id: CardId) -> Result<Evaluated, StopResumeError> {
-        self.operator(card_id, |card| match card.network_status {
+        self.operator(card_id, |card| match card.facts.network_status {
             NetworkStatus::Stopped => Action::Started,
             NetworkStatus::Online => Action::Nothing {
                 why: NothingWhy::AlreadyOnline,
@@ -185,9 +185,9 @@ impl StopResumeService {
             .get(card_id)
             .await?
             .ok_or(StopResumeError::CardNotFound(card_id))?;
-        let owner = PackageOwner::covering(card.id, card.device_id);
+        let owner = PackageOwner::covering(card.id, card.facts.device_id);
         let protect = async {
-            match card.device_id {
+            match card.facts.device_id {
                 Some(device) => self
                     .protect
                     .protect_state(device)
@@ -264,7 +264,7 @@ impl StopResumeService {
                 .append(
                     &NewCardStateLog {
                         card_id: card.id,
-                        from_status: card.network_status,
+                        from_status: card.facts.network_status,
                         to_status: NetworkStatus::Stopped,
                         stop_reason: Some(to),
                         trigger: trigger.as_str().to_owned(),

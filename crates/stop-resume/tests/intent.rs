@@ -160,7 +160,7 @@ async fn a_worker_killed_after_the_carriers_yes_costs_no_call_the_log_does_not_a
     }
     assert_eq!(applied(&w, iccid), 1, "the carrier stopped the card");
     assert_eq!(
-        w.db_card(card).await.network_status,
+        w.db_card(card).await.facts.network_status,
         NetworkStatus::Online,
         "the database did not follow: it never heard the yes"
     );
@@ -189,9 +189,9 @@ async fn a_worker_killed_after_the_carriers_yes_costs_no_call_the_log_does_not_a
     assert!(applied(&w, iccid) <= rows_that_called(&w, card).await);
     let db = w.db_card(card).await;
     let sim = w.sim.state().card(iccid).expect("sim card");
-    assert_eq!(db.network_status, NetworkStatus::Stopped);
+    assert_eq!(db.facts.network_status, NetworkStatus::Stopped);
     assert_eq!(
-        sim.network_status, db.network_status,
+        sim.network_status, db.facts.network_status,
         "database and carrier agree"
     );
 
@@ -234,7 +234,10 @@ async fn a_carrier_that_never_answers_is_cut_off_at_the_deadline_as_interrupted(
         "got {err:?}"
     );
     assert_eq!(outcomes(&w, card).await, vec![GatewayOutcome::Interrupted]);
-    assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
+    assert_eq!(
+        w.db_card(card).await.facts.network_status,
+        NetworkStatus::Online
+    );
 
     // The next evaluation decides again: the carrier answers now.
     let d = svc
@@ -247,7 +250,10 @@ async fn a_carrier_that_never_answers_is_cut_off_at_the_deadline_as_interrupted(
         vec![GatewayOutcome::Interrupted, GatewayOutcome::Ok]
     );
     assert!(applied(&w, iccid) <= rows_that_called(&w, card).await);
-    assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Stopped);
+    assert_eq!(
+        w.db_card(card).await.facts.network_status,
+        NetworkStatus::Stopped
+    );
 }
 
 /// Redis loses the card lock while a stop is at the carrier: a second evaluation takes the lock,

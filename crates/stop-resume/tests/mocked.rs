@@ -8,7 +8,7 @@ use chrono::{TimeZone, Utc};
 use domain::store::{IntentClose, MockCardStore, MockPackageStore, StateWrite};
 use domain::{
     Card, CardCategory, CardId, CarrierId, GatewayOutcome, ManualClock, MonthCounters,
-    NetworkStatus, RealNameStatus, StopReason,
+    NetworkStatus, NewCard, RealNameStatus, StopReason,
 };
 use gateway::{GatewayError, MockCarrierGateway};
 use polling_queue::{CardLock, Keys, ProtectKeys};
@@ -27,16 +27,18 @@ fn card(net: NetworkStatus, reason: Option<StopReason>) -> Card {
         .unwrap_or_default();
     Card {
         id: ID,
-        iccid: "8986042".into(),
-        msisdn: None,
-        carrier_id: CarrierId(1),
-        card_category: CardCategory::Normal,
-        status: 1,
-        real_name_status: RealNameStatus::Verified,
-        network_status: net,
+        facts: NewCard {
+            iccid: "8986042".into(),
+            msisdn: None,
+            carrier_id: CarrierId(1),
+            card_category: CardCategory::Normal,
+            status: 1,
+            real_name_status: RealNameStatus::Verified,
+            network_status: net,
+            enable_polling: true,
+            device_id: None,
+        },
         stop_reason: reason,
-        enable_polling: true,
-        device_id: None,
         data_usage_mb: Decimal::ZERO,
         usage: MonthCounters::default(),
         created_at: t,

@@ -40,7 +40,7 @@ async fn resume_after_renewal() {
     assert_eq!(d.evidence.valid_packages, 2);
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls("89004"), (1, 1));
@@ -99,7 +99,7 @@ async fn manual_stop_is_never_resumed_by_automation() {
     }
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::Manual))
     );
     assert_eq!(w.calls("89006"), (1, 0));
@@ -114,7 +114,7 @@ async fn manual_stop_is_never_resumed_by_automation() {
     assert_eq!(d.action, Action::Started);
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     let log = w.log(card).await;
@@ -262,7 +262,7 @@ async fn deduction_consumes_in_expiry_order_with_overage_on_the_last() {
         after
             .iter()
             .find(|p| p.id == id)
-            .map(|p| p.used_mb)
+            .map(|p| p.spec.used_mb)
             .unwrap_or_default()
     };
     assert_eq!(used(early.id), dec!(100), "filled first, at its ratio");

@@ -29,7 +29,7 @@ async fn stop_path_end_to_end() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::NoPackage))
     );
     let log = w.log(card).await;
@@ -85,7 +85,7 @@ async fn gateway_failure_leaves_the_card_unchanged() {
     );
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     // The intent is closed `failed`: the attempt is in the audit, the card is not changed.

@@ -11,9 +11,9 @@ use domain::store::StoreResult;
 use domain::{
     AlertHistory, AlertRule, AlertRuleId, AlertRuleInput, ApiKey, ApiKeyId, Card, CardId,
     CardStateLog, CarrierId, CleanupConfig, CleanupConfigId, CleanupConfigInput, CleanupLog,
-    Device, DeviceId, Intervals, ManualTriggerLog, MonthCounters, NetworkStatus, NewCardStateLog,
-    Package, PackageId, PackageOwner, PackageUsage, PackageUsageId, PollingConfig, PollingConfigId,
-    RealNameStatus, StopReason,
+    Device, DeviceId, Intervals, ManualTriggerLog, MonthCounters, NetworkStatus, NewCard,
+    NewCardStateLog, NewPackage, NewPackageUsage, Package, PackageId, PackageOwner, PackageUsage,
+    PackageUsageId, PollingConfig, PollingConfigId, PollingConfigInput, RealNameStatus, StopReason,
 };
 use std::str::FromStr;
 
@@ -51,19 +51,21 @@ pub(crate) fn owner_of(card: Option<i64>, device: Option<i64>) -> StoreResult<Pa
 pub(crate) fn card(m: iot_card::Model) -> StoreResult<Card> {
     Ok(Card {
         id: CardId(m.id),
-        card_category: parse("card_category", &m.card_category)?,
-        real_name_status: RealNameStatus::try_from(m.real_name_status)
-            .map_err(|e| bad_column("real_name_status", e))?,
-        network_status: NetworkStatus::try_from(m.network_status)
-            .map_err(|e| bad_column("network_status", e))?,
+        facts: NewCard {
+            card_category: parse("card_category", &m.card_category)?,
+            real_name_status: RealNameStatus::try_from(m.real_name_status)
+                .map_err(|e| bad_column("real_name_status", e))?,
+            network_status: NetworkStatus::try_from(m.network_status)
+                .map_err(|e| bad_column("network_status", e))?,
+            iccid: m.iccid,
+            msisdn: m.msisdn,
+            carrier_id: CarrierId(m.carrier_id),
+            status: m.status,
+            enable_polling: m.enable_polling,
+            device_id: m.device_id.map(DeviceId),
+        },
         stop_reason: StopReason::from_column(&m.stop_reason)
             .map_err(|e| bad_column("stop_reason", e))?,
-        iccid: m.iccid,
-        msisdn: m.msisdn,
-        carrier_id: CarrierId(m.carrier_id),
-        status: m.status,
-        enable_polling: m.enable_polling,
-        device_id: m.device_id.map(DeviceId),
         data_usage_mb: m.data_usage_mb,
         usage: MonthCounters {
             current_month_start_date: m.current_month_start_date,
@@ -91,29 +93,33 @@ pub(crate) fn device(m: device::Model) -> Device {
 pub(crate) fn package(m: package::Model) -> StoreResult<Package> {
     Ok(Package {
         id: PackageId(m.id),
-        reset_cycle: parse("reset_cycle", &m.reset_cycle)?,
-        name: m.name,
-        data_limit_mb: m.data_limit_mb,
-        virtual_ratio: m.virtual_ratio,
-        duration_days: m.duration_days,
+        spec: NewPackage {
+            reset_cycle: parse("reset_cycle", &m.reset_cycle)?,
+            name: m.name,
+            data_limit_mb: m.data_limit_mb,
+            virtual_ratio: m.virtual_ratio,
+            duration_days: m.duration_days,
+        },
     })
 }
 
 pub(crate) fn package_usage(m: package_usage::Model) -> StoreResult<PackageUsage> {
     Ok(PackageUsage {
         id: PackageUsageId(m.id),
-        owner: owner_of(m.iot_card_id, m.device_id)?,
-        package_id: m.package_id.map(PackageId),
-        status: parse("status", &m.status)?,
-        reset_cycle: parse("reset_cycle", &m.reset_cycle)?,
-        external_id: m.external_id,
-        data_limit_mb: m.data_limit_mb,
-        virtual_ratio: m.virtual_ratio,
-        used_mb: m.used_mb,
-        activate_on_realname: m.activate_on_realname,
-        activated_at: m.activated_at,
-        expires_at: m.expires_at,
-        next_reset_at: m.next_reset_at,
+        spec: NewPackageUsage {
+            owner: owner_of(m.iot_card_id, m.device_id)?,
+            package_id: m.package_id.map(PackageId),
+            status: parse("status", &m.status)?,
+            reset_cycle: parse("reset_cycle", &m.reset_cycle)?,
+            external_id: m.external_id,
+            data_limit_mb: m.data_limit_mb,
+            virtual_ratio: m.virtual_ratio,
+            used_mb: m.used_mb,
+            activate_on_realname: m.activate_on_realname,
+            activated_at: m.activated_at,
+            expires_at: m.expires_at,
+            next_reset_at: m.next_reset_at,
+        },
         created_at: m.created_at,
     })
 }
@@ -121,18 +127,26 @@ pub(crate) fn package_usage(m: package_usage::Model) -> StoreResult<PackageUsage
 pub(crate) fn polling_config(m: polling_config::Model) -> StoreResult<PollingConfig> {
     Ok(PollingConfig {
         id: PollingConfigId(m.id),
-        card_condition: parse_opt("card_condition", m.card_condition.as_deref())?,
-        card_category: parse_opt("card_category", m.card_category.as_deref())?,
-        intervals: Intervals {
-            realname_interval_secs: interval("realname_interval_secs", m.realname_interval_secs)?,
-            carddata_interval_secs: interval("carddata_interval_secs", m.carddata_interval_secs)?,
-            package_interval_secs: interval("package_interval_secs", m.package_interval_secs)?,
-            protect_interval_secs: interval("protect_interval_secs", m.protect_interval_secs)?,
+        spec: PollingConfigInput {
+            card_condition: parse_opt("card_condition", m.card_condition.as_deref())?,
+            card_category: parse_opt("card_category", m.card_category.as_deref())?,
+            intervals: Intervals {
+                realname_interval_secs: interval(
+                    "realname_interval_secs",
+                    m.realname_interval_secs,
+                )?,
+                carddata_interval_secs: interval(
+                    "carddata_interval_secs",
+                    m.carddata_interval_secs,
+                )?,
+                package_interval_secs: interval("package_interval_secs", m.package_interval_secs)?,
+                protect_interval_secs: interval("protect_interval_secs", m.protect_interval_secs)?,
+            },
+            name: m.name,
+            priority: m.priority,
+            enabled: m.enabled,
+            carrier_id: m.carrier_id.map(CarrierId),
         },
-        name: m.name,
-        priority: m.priority,
-        enabled: m.enabled,
-        carrier_id: m.carrier_id.map(CarrierId),
         created_at: m.created_at,
         updated_at: m.updated_at,
     })

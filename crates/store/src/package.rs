@@ -75,7 +75,7 @@ pub(crate) async fn deduct_in(
             .map_err(db_err)?;
         for step in &steps {
             if let Some(p) = packages.iter_mut().find(|p| p.id == step.id) {
-                p.used_mb += step.add_virtual_mb;
+                p.spec.used_mb += step.add_virtual_mb;
             }
         }
     }
@@ -203,7 +203,7 @@ impl PackageStore for PgPackageStore {
         let mut found: HashMap<PackageOwner, Vec<PackageUsage>> = HashMap::new();
         for row in rows {
             let usage = convert::package_usage(row)?;
-            found.entry(usage.owner).or_default().push(usage);
+            found.entry(usage.spec.owner).or_default().push(usage);
         }
         Ok(found)
     }

@@ -68,7 +68,7 @@ impl PollingCarddataHandler {
         let packages = match valid_packages {
             Some(p) => p,
             None => {
-                let owner = PackageOwner::covering(card.id, card.device_id);
+                let owner = PackageOwner::covering(card.id, card.facts.device_id);
                 self.deps.packages.usages_of(owner).await?
             }
         };

@@ -35,7 +35,7 @@ impl PollingPackageHandler {
         let reported = self
             .deps
             .gateway
-            .packages(card.carrier_id, &card.iccid)
+            .packages(card.facts.carrier_id, &card.facts.iccid)
             .await
             .map_err(|error| {
                 warn!(card_id = %card.id, %error,
@@ -46,7 +46,7 @@ impl PollingPackageHandler {
             // The write would change nothing (see `CarrierPackage::is_held_in`).
             facts
         } else {
-            let owner = PackageOwner::covering(card.id, card.device_id);
+            let owner = PackageOwner::covering(card.id, card.facts.device_id);
             let written = self
                 .deps
                 .packages

@@ -33,7 +33,8 @@ use tracing::debug;
 
 const TASK: TaskType = TaskType::Protect;
 
-/// What the unlocked preview found.
+/// What the unlocked preview found (one short-lived value per poll, as `flow::Ended`).
+#[expect(clippy::large_enum_variant, reason = "one short-lived value per poll")]
 enum Preview {
     /// Nothing to do: the poll's result.
     Done(Polled),

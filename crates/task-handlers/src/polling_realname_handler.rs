@@ -31,7 +31,7 @@ impl PollingRealnameHandler {
         let status = self
             .deps
             .gateway
-            .realname(card.carrier_id, &card.iccid)
+            .realname(card.facts.carrier_id, &card.facts.iccid)
             .await
             .map_err(|error| {
                 warn!(card_id = %card.id, %error,
@@ -41,13 +41,13 @@ impl PollingRealnameHandler {
         // The common poll changes nothing: compare with the card as read before the carrier was
         // asked. A status written meanwhile by another poll of the card is that poll's to
         // follow; the next poll compares again.
-        if card.real_name_status == status {
+        if card.facts.real_name_status == status {
             return self.unchanged(card).await;
         }
         // Before the status is written, the card joins every queue the config matching the new
         // status schedules: a process that dies between the write and the alignment after it
         // must not leave the card out of them, since the next poll would find nothing changed.
-        card.real_name_status = status;
+        card.facts.real_name_status = status;
         self.deps.base.lifecycle.add_scheduled(&card).await?;
         // Compare-and-set in the statement: whether the status changed is the database's
         // answer, not the comparison above (another poll of the card may have written it).
@@ -60,10 +60,10 @@ impl PollingRealnameHandler {
         }
         let verified = status == RealNameStatus::Verified;
         if verified {
-            info!(card_id = %card.id, device_id = ?card.device_id,
+            info!(card_id = %card.id, device_id = ?card.facts.device_id,
                 "卡实名状态变更: 0→1，触发激活任务和复机评估 (real-name verified: packages waiting for it activated, card evaluated)");
         } else {
-            warn!(card_id = %card.id, device_id = ?card.device_id,
+            warn!(card_id = %card.id, device_id = ?card.facts.device_id,
                 "卡实名状态变更: 1→0 (the carrier withdrew the real-name verification)");
         }
         telemetry::change(
@@ -99,7 +99,7 @@ impl PollingRealnameHandler {
     /// First real-name: the packages waiting for it become active, then the card is evaluated
     /// (a card stopped for `not_realname` resumes at once).
     async fn activate_and_evaluate(&self, card: &mut Card) -> Result<(), HandlerError> {
-        let owner = PackageOwner::covering(card.id, card.device_id);
+        let owner = PackageOwner::covering(card.id, card.facts.device_id);
         let activated = self
             .deps
             .packages
@@ -124,8 +124,8 @@ impl PollingRealnameHandler {
 
 /// The card is real-named but still stopped for `not_realname`.
 fn resume_pending(card: &Card) -> bool {
-    card.real_name_status == RealNameStatus::Verified
-        && card.network_status == NetworkStatus::Stopped
+    card.facts.real_name_status == RealNameStatus::Verified
+        && card.facts.network_status == NetworkStatus::Stopped
         && card.stop_reason == Some(StopReason::NotRealname)
 }
 

@@ -182,6 +182,7 @@ async fn load(store: &Store, ids: &[CardId], packages: bool) -> Vec<FactsAnswer>
 fn checked_device(facts: &CardFacts) -> Option<DeviceId> {
     facts
         .card
+        .facts
         .device_id
         .filter(|_| facts.card.real_name_satisfied())
 }

@@ -63,14 +63,18 @@ async fn two_realname_polls_of_one_card_at_once_change_it_once() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.real_name_status, c.network_status, c.stop_reason),
+        (
+            c.facts.real_name_status,
+            c.facts.network_status,
+            c.stop_reason
+        ),
         (RealNameStatus::Verified, NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1), "one start");
     assert_eq!(w.log(card).await.len(), 1);
     let packages = w.packages_of(PackageOwner::Card(card)).await;
     assert_eq!(
-        packages.iter().map(|p| p.status).collect::<Vec<_>>(),
+        packages.iter().map(|p| p.spec.status).collect::<Vec<_>>(),
         vec![PackageStatus::Active]
     );
     assert_score(
@@ -116,7 +120,7 @@ async fn a_failed_realname_batch_writes_nothing_and_retries_its_cards() {
         w.at(RETRY_SECS),
         "retry interval",
     );
-    let first = w.db_card(cards[0]).await.real_name_status;
+    let first = w.db_card(cards[0]).await.facts.real_name_status;
     match outcomes[0] {
         Outcome::Failure => {
             assert_eq!(
@@ -141,7 +145,7 @@ async fn a_failed_realname_batch_writes_nothing_and_retries_its_cards() {
     for card in cards {
         assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
         assert_eq!(
-            w.db_card(card).await.real_name_status,
+            w.db_card(card).await.facts.real_name_status,
             RealNameStatus::Verified
         );
     }
@@ -176,7 +180,7 @@ async fn two_package_polls_of_one_card_at_once_write_one_row_and_start_it_once()
     assert_eq!(w.packages_of(PackageOwner::Card(card)).await.len(), 1);
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1), "one start");
@@ -259,7 +263,7 @@ async fn two_protect_polls_of_one_card_at_once_force_one_stop() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::Protect))
     );
     assert_eq!(w.calls(card), (1, 0), "one stop");

@@ -89,7 +89,7 @@ async fn rollover_march_to_april_with_500_mb() {
     assert_eq!(records(&w, card).await, vec![(dec!(500), dec!(500))]);
     let pkgs = w.packages_of(PackageOwner::Card(card)).await;
     assert_eq!(
-        pkgs.iter().find(|p| p.id == pkg.id).map(|p| p.used_mb),
+        pkgs.iter().find(|p| p.id == pkg.id).map(|p| p.spec.used_mb),
         Some(dec!(500)),
         "deducted"
     );
@@ -143,7 +143,9 @@ async fn same_month_100_to_150_is_50() {
     assert_eq!(c.data_usage_mb, dec!(150));
     assert_eq!(records(&w, card).await, vec![(dec!(50), dec!(150))]);
     assert_eq!(
-        w.packages_of(PackageOwner::Card(card)).await[0].used_mb,
+        w.packages_of(PackageOwner::Card(card)).await[0]
+            .spec
+            .used_mb,
         dec!(150)
     );
     assert_eq!(
@@ -212,7 +214,7 @@ async fn exhaustion_is_decided_by_stop_resume() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
     );
     assert_eq!(w.calls(card), (1, 0));

@@ -137,7 +137,7 @@ async fn realname_change(p: CarrierProtocol) {
             );
             assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
             assert_eq!(
-                w.db_card(card).await.real_name_status,
+                w.db_card(card).await.facts.real_name_status,
                 RealNameStatus::Verified
             );
             // And back: the carrier withdraws it.
@@ -151,14 +151,14 @@ async fn realname_change(p: CarrierProtocol) {
             );
             assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
             assert_eq!(
-                w.db_card(card).await.real_name_status,
+                w.db_card(card).await.facts.real_name_status,
                 RealNameStatus::NotVerified
             );
         }
         Kyc::AlwaysVerified => {
             assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
             assert_eq!(
-                w.db_card(card).await.real_name_status,
+                w.db_card(card).await.facts.real_name_status,
                 RealNameStatus::Verified
             );
         }
@@ -166,8 +166,12 @@ async fn realname_change(p: CarrierProtocol) {
             // Nothing known, nothing written, the card left as it is and asked again later.
             assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Skipped);
             let c = w.db_card(card).await;
-            assert_eq!(c.real_name_status, RealNameStatus::NotVerified);
-            assert_eq!(c.network_status, NetworkStatus::Online, "nothing stopped");
+            assert_eq!(c.facts.real_name_status, RealNameStatus::NotVerified);
+            assert_eq!(
+                c.facts.network_status,
+                NetworkStatus::Online,
+                "nothing stopped"
+            );
             let due = w
                 .score(card, TaskType::Realname)
                 .await
@@ -234,7 +238,7 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
     );
     let view = w.sim.state().card(&iccid(card.get())).expect("sim card");
@@ -269,7 +273,7 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
         assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Failure);
         let c = w.db_card(card).await;
         assert_eq!(
-            c.network_status,
+            c.facts.network_status,
             NetworkStatus::Stopped,
             "no second decision"
         );
@@ -286,7 +290,7 @@ async fn package_exhausted_stop_once_renewal_resume(p: CarrierProtocol) {
     assert_eq!(w.handle(TaskType::Package, card).await, Outcome::Success);
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None),
         "resumed after the renewal"
     );
@@ -429,7 +433,11 @@ async fn bad_credentials(p: CarrierProtocol) {
     }
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Failure);
     let c = w.db_card(card).await;
-    assert_eq!(c.network_status, NetworkStatus::Online, "nothing stopped");
+    assert_eq!(
+        c.facts.network_status,
+        NetworkStatus::Online,
+        "nothing stopped"
+    );
     assert_eq!(c.usage.current_month_usage_mb, dec!(0), "nothing written");
     assert_eq!(w.calls(card), (0, 0));
     let health = router.health(w.now());

@@ -190,7 +190,7 @@ async fn verification_queues_the_types_the_new_config_schedules() {
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
 
     assert_eq!(
-        w.db_card(card).await.real_name_status,
+        w.db_card(card).await.facts.real_name_status,
         RealNameStatus::Verified
     );
     for task in [TaskType::Package, TaskType::Protect] {
@@ -236,7 +236,7 @@ async fn a_stop_moves_the_card_to_the_queues_of_its_new_config() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
     );
     for task in [TaskType::Realname, TaskType::Carddata, TaskType::Protect] {
@@ -308,7 +308,7 @@ async fn a_reason_change_without_a_carrier_call_moves_the_card_to_the_queues_of_
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::TrafficExhausted))
     );
     let log = w

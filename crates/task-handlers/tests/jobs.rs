@@ -55,14 +55,17 @@ async fn expiry_with_a_pending_package_keeps_the_card_online() {
     let status = |id| {
         pkgs.iter()
             .find(|p| p.id == id)
-            .map(|p| (p.status, p.activated_at))
+            .map(|p| (p.spec.status, p.spec.activated_at))
     };
     assert_eq!(status(old.id).map(|s| s.0), Some(PackageStatus::Expired));
     assert_eq!(
         status(next.id),
         Some((PackageStatus::Active, Some(w.now())))
     );
-    assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
+    assert_eq!(
+        w.db_card(card).await.facts.network_status,
+        NetworkStatus::Online
+    );
     assert_eq!(w.calls(card), (0, 0));
 }
 
@@ -95,7 +98,7 @@ async fn expiry_without_a_pending_package_stops_the_card() {
     );
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::NoPackage))
     );
     assert_eq!(w.calls(card), (1, 0));
@@ -177,9 +180,9 @@ async fn monthly_reset_resumes_a_traffic_exhausted_card() {
         .into_iter()
         .find(|p| p.id == pkg.id)
         .expect("pkg");
-    assert_eq!(after.used_mb, dec!(0));
+    assert_eq!(after.spec.used_mb, dec!(0));
     assert_eq!(
-        after.next_reset_at,
+        after.spec.next_reset_at,
         Some(add_months_anchored(
             due,
             1,
@@ -189,7 +192,7 @@ async fn monthly_reset_resumes_a_traffic_exhausted_card() {
     );
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1));
@@ -257,7 +260,7 @@ async fn a_reset_backlog_runs_in_batches_on_the_local_calendar() {
         let pkgs = w.packages_of(PackageOwner::Card(card)).await;
         assert_eq!(
             pkgs.iter()
-                .map(|p| (p.used_mb, p.next_reset_at))
+                .map(|p| (p.spec.used_mb, p.spec.next_reset_at))
                 .collect::<Vec<_>>(),
             vec![(dec!(0), Some(january))]
         );

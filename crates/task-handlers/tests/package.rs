@@ -50,15 +50,15 @@ async fn renewal_resumes_a_traffic_exhausted_card() {
     );
     let new = pkgs
         .iter()
-        .find(|p| p.external_id.as_deref() == Some("P-NEW"))
+        .find(|p| p.spec.external_id.as_deref() == Some("P-NEW"))
         .expect("new package");
     assert_eq!(
-        (new.status, new.data_limit_mb),
+        (new.spec.status, new.spec.data_limit_mb),
         (PackageStatus::Active, Some(dec!(1024)))
     );
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1));
@@ -82,7 +82,7 @@ async fn bound_card_writes_into_the_device() {
 
     let of_device = w.packages_of(PackageOwner::Device(device)).await;
     assert_eq!(of_device.len(), 1);
-    assert_eq!(of_device[0].external_id.as_deref(), Some("P-DEV"));
+    assert_eq!(of_device[0].spec.external_id.as_deref(), Some("P-DEV"));
     assert!(w.packages_of(PackageOwner::Card(card)).await.is_empty());
     assert_eq!(
         w.calls(card),

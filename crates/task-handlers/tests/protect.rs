@@ -33,7 +33,7 @@ async fn stop_period_and_online_forces_a_stop() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::Protect))
     );
     assert_eq!(w.calls(card), (1, 0));
@@ -70,7 +70,7 @@ async fn start_period_and_stopped_forces_a_start() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1));
@@ -141,13 +141,13 @@ async fn period_over_evaluates() {
 
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1));
     let b = w.db_card(bare).await;
     assert_eq!(
-        (b.network_status, b.stop_reason),
+        (b.facts.network_status, b.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::NoPackage))
     );
     assert_eq!(
@@ -167,7 +167,10 @@ async fn not_real_named_is_skipped() {
 
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Skipped);
 
-    assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
+    assert_eq!(
+        w.db_card(card).await.facts.network_status,
+        NetworkStatus::Online
+    );
     assert_eq!(w.calls(card), (0, 0));
     assert_score(
         w.score(card, TaskType::Protect).await,
@@ -185,7 +188,10 @@ async fn standalone_is_skipped() {
 
     assert_eq!(w.handle(TaskType::Protect, card).await, Outcome::Skipped);
 
-    assert_eq!(w.db_card(card).await.network_status, NetworkStatus::Online);
+    assert_eq!(
+        w.db_card(card).await.facts.network_status,
+        NetworkStatus::Online
+    );
     assert_eq!(w.calls(card), (0, 0));
     assert_score(
         w.score(card, TaskType::Protect).await,

@@ -42,9 +42,9 @@ async fn card_100_real_named_0_to_1_is_resumed() {
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
 
     let c = w.db_card(card).await;
-    assert_eq!(c.real_name_status, RealNameStatus::Verified);
+    assert_eq!(c.facts.real_name_status, RealNameStatus::Verified);
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1), "one start, no stop");
@@ -83,11 +83,11 @@ async fn card_200_unchanged_writes_nothing() {
 
     let after = w.db_card(card).await;
     assert_eq!(after.updated_at, before.updated_at, "no write");
-    assert_eq!(after.real_name_status, RealNameStatus::Verified);
+    assert_eq!(after.facts.real_name_status, RealNameStatus::Verified);
     let pkgs = w.packages_of(PackageOwner::Card(card)).await;
-    assert_eq!(pkgs[0].status, PackageStatus::Pending, "no activation");
+    assert_eq!(pkgs[0].spec.status, PackageStatus::Pending, "no activation");
     assert_eq!(w.calls(card), (0, 0), "no evaluation");
-    assert_eq!(after.network_status, NetworkStatus::Online);
+    assert_eq!(after.facts.network_status, NetworkStatus::Online);
     assert!(w.log(card).await.is_empty());
     assert_score(
         w.score(card, TaskType::Realname).await,
@@ -121,11 +121,11 @@ async fn first_real_name_activates_the_waiting_package_and_resumes() {
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
 
     let pkgs = w.packages_of(PackageOwner::Device(device)).await;
-    assert_eq!(pkgs[0].status, PackageStatus::Active);
-    assert_eq!(pkgs[0].activated_at, Some(w.now()));
+    assert_eq!(pkgs[0].spec.status, PackageStatus::Active);
+    assert_eq!(pkgs[0].spec.activated_at, Some(w.now()));
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(w.calls(card), (0, 1));
@@ -154,11 +154,11 @@ async fn failed_resume_after_real_name_is_retried() {
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Failure);
     let c = w.db_card(card).await;
     assert_eq!(
-        c.real_name_status,
+        c.facts.real_name_status,
         RealNameStatus::Verified,
         "the status write stands"
     );
-    assert_eq!(c.network_status, NetworkStatus::Stopped);
+    assert_eq!(c.facts.network_status, NetworkStatus::Stopped);
     assert_score(
         w.score(card, TaskType::Realname).await,
         w.at(RETRY_SECS),
@@ -168,7 +168,7 @@ async fn failed_resume_after_real_name_is_retried() {
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
     let c = w.db_card(card).await;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(
@@ -250,7 +250,7 @@ async fn a_change_whose_write_answer_is_lost_leaves_the_card_in_its_new_queues()
     });
     assert_eq!(handler.handle(card).await, Outcome::Failure);
     assert_eq!(
-        w.db_card(card).await.real_name_status,
+        w.db_card(card).await.facts.real_name_status,
         RealNameStatus::Verified
     );
     assert_score(

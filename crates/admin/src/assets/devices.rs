@@ -118,13 +118,13 @@ impl Admin {
         let card = self.card(card_id).await.map_err(|_| {
             AdminError::invalid("/card_id", format!("card {card_id} does not exist"))
         })?;
-        if card.device_id == Some(id) {
+        if card.facts.device_id == Some(id) {
             return Ok(BindOutcome {
                 evaluation: self.reevaluate(card_id, Trigger::Operator).await,
                 card,
             });
         }
-        if let Some(other) = card.device_id {
+        if let Some(other) = card.facts.device_id {
             return Err(AdminError::invalid(
                 "/card_id",
                 format!("card {card_id} is bound to device {other}; unbind it first"),
@@ -146,7 +146,7 @@ impl Admin {
     ) -> Result<BindOutcome, AdminError> {
         self.device(id).await?;
         let card = self.card(card_id).await?;
-        if card.device_id != Some(id) {
+        if card.facts.device_id != Some(id) {
             return Err(AdminError::NotFound(format!(
                 "card {card_id} on device {id}"
             )));

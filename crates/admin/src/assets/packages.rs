@@ -159,14 +159,15 @@ impl Admin {
             } else {
                 PackageStatus::Pending
             },
-            data_limit_mb: product.data_limit_mb,
-            virtual_ratio: product.virtual_ratio,
+            data_limit_mb: product.spec.data_limit_mb,
+            virtual_ratio: product.spec.virtual_ratio,
             used_mb: Decimal::ZERO,
             activate_on_realname: body.activate_on_realname,
             activated_at: activate.then_some(now),
-            expires_at: activate.then(|| now + Duration::days(i64::from(product.duration_days))),
-            reset_cycle: product.reset_cycle,
-            next_reset_at: (activate && product.reset_cycle == ResetCycle::Monthly)
+            expires_at: activate
+                .then(|| now + Duration::days(i64::from(product.spec.duration_days))),
+            reset_cycle: product.spec.reset_cycle,
+            next_reset_at: (activate && product.spec.reset_cycle == ResetCycle::Monthly)
                 .then(|| now.checked_add_months(Months::new(1)))
                 .flatten(),
         };

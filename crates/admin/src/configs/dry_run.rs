@@ -42,7 +42,7 @@ pub struct DryRun {
 }
 
 fn intervals_of(config: Option<&PollingConfig>) -> Option<Intervals> {
-    config.map(|c| c.intervals)
+    config.map(|c| c.spec.intervals)
 }
 
 fn scheduled(i: Option<Intervals>) -> [bool; 4] {
@@ -62,13 +62,7 @@ impl Admin {
         let candidate = PollingConfig {
             // A new config gets the next id: it sorts after every existing one of its priority.
             id: body.id.unwrap_or(PollingConfigId(i64::MAX)),
-            name: input.name,
-            priority: input.priority,
-            enabled: input.enabled,
-            card_condition: input.card_condition,
-            card_category: input.card_category,
-            carrier_id: input.carrier_id,
-            intervals: input.intervals,
+            spec: input,
             created_at: now,
             updated_at: now,
         };

@@ -130,7 +130,7 @@ pub struct ConfigMatch {
 /// Checks each set condition of `config` against `card`.
 pub(crate) fn conditions(config: &PollingConfig, card: &CardMatchFields) -> Vec<ConditionCheck> {
     let mut out = Vec::new();
-    if let Some(c) = config.card_condition {
+    if let Some(c) = config.spec.card_condition {
         let actual = format!(
             "real_name_status={}, network_status={}",
             i16::from(card.real_name_status),
@@ -143,7 +143,7 @@ pub(crate) fn conditions(config: &PollingConfig, card: &CardMatchFields) -> Vec<
             holds: c.holds(card),
         });
     }
-    if let Some(c) = config.card_category {
+    if let Some(c) = config.spec.card_category {
         out.push(ConditionCheck {
             field: "card_category".into(),
             required: c.as_str().into(),
@@ -151,7 +151,7 @@ pub(crate) fn conditions(config: &PollingConfig, card: &CardMatchFields) -> Vec<
             holds: c == card.card_category,
         });
     }
-    if let Some(c) = config.carrier_id {
+    if let Some(c) = config.spec.carrier_id {
         out.push(ConditionCheck {
             field: "carrier_id".into(),
             required: c.to_string(),
@@ -164,7 +164,7 @@ pub(crate) fn conditions(config: &PollingConfig, card: &CardMatchFields) -> Vec<
 
 /// Every config in matching order, enabled or not.
 pub(crate) fn ordered(mut configs: Vec<PollingConfig>) -> Vec<PollingConfig> {
-    configs.sort_by_key(|c| (c.priority, c.id));
+    configs.sort_by_key(|c| (c.spec.priority, c.id));
     configs
 }
 
@@ -253,14 +253,14 @@ impl Admin {
         for config in &all {
             let conditions = conditions(config, &card);
             let matches = conditions.iter().all(|c| c.holds);
-            if matches && config.enabled && matched.is_none() {
+            if matches && config.spec.enabled && matched.is_none() {
                 matched = Some(config.clone());
             }
             candidates.push(ConfigCandidate {
                 id: config.id,
-                name: config.name.clone(),
-                priority: config.priority,
-                enabled: config.enabled,
+                name: config.spec.name.clone(),
+                priority: config.spec.priority,
+                enabled: config.spec.enabled,
                 matches,
                 conditions,
             });
@@ -268,7 +268,7 @@ impl Admin {
         let reason = match &matched {
             Some(c) => format!(
                 "matches config {} \"{}\" (priority {}): the first enabled config whose every set condition holds",
-                c.id, c.name, c.priority
+                c.id, c.spec.name, c.spec.priority
             ),
             None => "no enabled config matches: the card is not polled".to_owned(),
         };
@@ -336,13 +336,15 @@ mod tests {
         };
         let config = PollingConfig {
             id: PollingConfigId(1),
-            name: input.name,
-            priority: input.priority,
-            enabled: true,
-            card_condition: input.card_condition,
-            card_category: Some(CardCategory::Industry),
-            carrier_id: input.carrier_id,
-            intervals: input.intervals,
+            spec: PollingConfigInput {
+                name: input.name,
+                priority: input.priority,
+                enabled: true,
+                card_condition: input.card_condition,
+                card_category: Some(CardCategory::Industry),
+                carrier_id: input.carrier_id,
+                intervals: input.intervals,
+            },
             created_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
             updated_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
         };

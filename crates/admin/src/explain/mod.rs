@@ -134,7 +134,7 @@ impl Admin {
         let decision = self.stop_resume.preview(id).await?;
         let evidence = &decision.evidence;
         let now = evidence.evaluated_at;
-        let owner = PackageOwner::covering(card.id, card.device_id);
+        let owner = PackageOwner::covering(card.id, card.facts.device_id);
         let packages: Vec<PackageEvidence> = self
             .stores
             .packages
@@ -144,23 +144,23 @@ impl Admin {
             .into_iter()
             .map(|u| PackageEvidence {
                 id: u.id.get(),
-                status: u.status,
+                status: u.spec.status,
                 valid: u.is_valid_at(now),
-                used_mb: u.used_mb,
-                limit_mb: u.data_limit_mb,
+                used_mb: u.spec.used_mb,
+                limit_mb: u.spec.data_limit_mb,
                 exhausted: u.is_exhausted(),
-                activated_at: u.activated_at,
-                expires_at: u.expires_at,
-                next_reset_at: u.next_reset_at,
-                activate_on_realname: u.activate_on_realname,
+                activated_at: u.spec.activated_at,
+                expires_at: u.spec.expires_at,
+                next_reset_at: u.spec.next_reset_at,
+                activate_on_realname: u.spec.activate_on_realname,
             })
             .collect();
-        let ttl = match card.device_id {
+        let ttl = match card.facts.device_id {
             Some(d) => Some(self.inspector.protect_ttl(d).await?),
             None => None,
         };
         let protect = ProtectEvidence {
-            device_id: card.device_id.map(|d| d.get()),
+            device_id: card.facts.device_id.map(|d| d.get()),
             stop_ttl_secs: ttl.and_then(|t| t.stop).map(|d| d.as_secs()),
             start_ttl_secs: ttl.and_then(|t| t.start).map(|d| d.as_secs()),
         };
@@ -176,7 +176,7 @@ impl Admin {
             action: action.to_owned(),
             reason,
             holding_reason: evidence.holding_reason,
-            network_status: card.network_status,
+            network_status: card.facts.network_status,
             stop_reason: card.stop_reason,
             manual_stop: card.stop_reason == Some(StopReason::Manual),
         };
@@ -188,9 +188,9 @@ impl Admin {
                 .find(|c| c.id == m.id())
                 .map(|c| MatchedConfigView {
                     id: c.id,
-                    name: c.name.clone(),
-                    priority: c.priority,
-                    intervals: c.intervals,
+                    name: c.spec.name.clone(),
+                    priority: c.spec.priority,
+                    intervals: c.spec.intervals,
                 })
         });
         let scores = self.inspector.scores(id).await?;
@@ -213,9 +213,9 @@ impl Admin {
             .admin()?
             .items;
         let real_name = RealNameEvidence {
-            real_name_status: card.real_name_status,
-            card_category: card.card_category,
-            industry_exemption: card.card_category == domain::CardCategory::Industry,
+            real_name_status: card.facts.real_name_status,
+            card_category: card.facts.card_category,
+            industry_exemption: card.facts.card_category == domain::CardCategory::Industry,
             satisfied: evidence.real_name_satisfied,
         };
         let mut out = Explanation {

@@ -12,6 +12,7 @@ use super::alert_metrics::MetricReader;
 use crate::AdminError;
 use chrono::{DateTime, Utc};
 use domain::{FleetCounts, TaskType};
+use lifecycle::{InitProgress, InitStatus};
 use polling_queue::{TaskCounters, quantile_ms};
 use serde::Serialize;
 
@@ -19,7 +20,7 @@ use serde::Serialize;
 pub const RATE_WINDOW_MINUTES: u32 = 5;
 
 /// The overview.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PollingStats {
     pub cards: FleetCounts,
     pub task_types: Vec<TaskTypeStats>,
@@ -74,23 +75,15 @@ pub struct TaskRunStats {
     pub p95_duration_ms: Option<u64>,
 }
 
-/// `polling:init:progress`, decoded.
-#[derive(Debug, Clone, Default, Serialize)]
+/// `polling:init:progress`, decoded, with how far the run has come.
+#[derive(Debug, Clone, Default)]
 pub struct InitProgressView {
     /// `never_run`, `running`, `completed` or `failed`.
-    pub status: String,
-    pub total: u64,
-    pub processed: u64,
-    pub unmatched: u64,
-    pub added: u64,
+    pub status: &'static str,
     /// processed / total, 0..1.
     pub fraction: f64,
-    pub shard_count: Option<u32>,
-    pub shards: Vec<u64>,
-    pub mode: Option<String>,
-    pub started_at: Option<DateTime<Utc>>,
-    pub finished_at: Option<DateTime<Utc>>,
-    pub error: Option<String>,
+    /// The hash as the initializer wrote it (all zero before the first run).
+    pub progress: InitProgress,
 }
 
 /// The monitoring service: what the alert metrics read, and the run counters. Cheap to clone.
@@ -201,38 +194,21 @@ impl MonitoringService {
 
     /// `GET /polling-stats/init-progress`.
     pub async fn init_progress(&self) -> Result<InitProgressView, AdminError> {
-        let Some(p) = self
+        let progress = self
             .metrics
             .initializer
             .progress()
             .await
             .map_err(AdminError::Lifecycle)?
-        else {
-            return Ok(InitProgressView {
-                status: "never_run".into(),
-                ..InitProgressView::default()
-            });
-        };
+            .unwrap_or_default();
         Ok(InitProgressView {
-            status: p
-                .status
-                .map(|s| s.as_str().to_owned())
-                .unwrap_or_else(|| "never_run".into()),
-            fraction: if p.total == 0 {
+            status: progress.status.map_or("never_run", InitStatus::as_str),
+            fraction: if progress.total == 0 {
                 0.0
             } else {
-                (p.processed as f64 / p.total as f64).min(1.0)
+                (progress.processed as f64 / progress.total as f64).min(1.0)
             },
-            total: p.total,
-            processed: p.processed,
-            unmatched: p.unmatched,
-            added: p.added,
-            shard_count: p.shard_count,
-            shards: p.shards,
-            mode: p.mode,
-            started_at: p.started_at,
-            finished_at: p.finished_at,
-            error: p.error,
+            progress,
         })
     }
 }

@@ -1,13 +1,11 @@
 //! The cases the seed's bugs and the rules' edges came from.
 
 use super::*;
+use domain::NewCard;
 
 #[test]
 fn bug1_bound_card_is_covered_by_its_device_package() {
-    let bound = Card {
-        device_id: Some(DEVICE),
-        ..card(Verified, Online, None)
-    };
+    let bound = bound(card(Verified, Online, None));
     let device_pkg = pkg(PackageOwner::Device(DEVICE), Some(dec!(100)), dec!(0));
     let d = decide(&bound, std::slice::from_ref(&device_pkg), NONE, now());
     assert_eq!(d.action, nothing(NothingWhy::AlreadyOnline));
@@ -16,7 +14,10 @@ fn bug1_bound_card_is_covered_by_its_device_package() {
     // A stopped bound card resumes on the device's package.
     let stopped = Card {
         stop_reason: Some(NoPackage),
-        network_status: Stopped,
+        facts: NewCard {
+            network_status: Stopped,
+            ..bound.facts.clone()
+        },
         ..bound.clone()
     };
     assert_eq!(act(&stopped, &[device_pkg], NONE), Action::Started);
@@ -31,27 +32,27 @@ fn bug1_bound_card_is_covered_by_its_device_package() {
 fn expired_and_future_packages_do_not_count() {
     let c = card(Verified, Online, None);
     let mut expired = own(Some(dec!(100)), dec!(0));
-    expired.expires_at = Some(now());
+    expired.spec.expires_at = Some(now());
     assert_eq!(
         act(&c, &[expired.clone()], NONE),
         Action::Stopped { reason: NoPackage }
     );
-    expired.status = PackageStatus::Expired;
-    expired.expires_at = Some(now() - Duration::days(1));
+    expired.spec.status = PackageStatus::Expired;
+    expired.spec.expires_at = Some(now() - Duration::days(1));
     assert_eq!(
         act(&c, &[expired], NONE),
         Action::Stopped { reason: NoPackage }
     );
 
     let mut future = own(Some(dec!(100)), dec!(0));
-    future.activated_at = Some(now() + Duration::seconds(1));
+    future.spec.activated_at = Some(now() + Duration::seconds(1));
     assert_eq!(
         act(&c, &[future.clone()], NONE),
         Action::Stopped { reason: NoPackage }
     );
     let mut pending = future;
-    pending.status = PackageStatus::Pending;
-    pending.activated_at = None;
+    pending.spec.status = PackageStatus::Pending;
+    pending.spec.activated_at = None;
     assert_eq!(
         act(&c, &[pending], NONE),
         Action::Stopped { reason: NoPackage }
@@ -74,7 +75,7 @@ fn virtual_ratio_stops_at_80_percent_real_usage() {
     // Limit 100 virtual MB at ratio 1.25: 80 real MB used -> used_mb 100 -> exhausted.
     let c = card(Verified, Online, None);
     let mut p = own(Some(dec!(100)), dec!(80) * dec!(1.25));
-    p.virtual_ratio = dec!(1.25);
+    p.spec.virtual_ratio = dec!(1.25);
     let d = decide(&c, std::slice::from_ref(&p), NONE, now());
     assert_eq!(
         d.action,
@@ -86,7 +87,7 @@ fn virtual_ratio_stops_at_80_percent_real_usage() {
         (d.evidence.used_mb, d.evidence.limit_mb),
         (dec!(100.00), Some(dec!(100)))
     );
-    p.used_mb = dec!(79.99) * dec!(1.25);
+    p.spec.used_mb = dec!(79.99) * dec!(1.25);
     assert_eq!(act(&c, &[p], NONE), nothing(NothingWhy::AlreadyOnline));
 }
 
@@ -94,7 +95,7 @@ fn virtual_ratio_stops_at_80_percent_real_usage() {
 fn traffic_is_exhausted_only_when_every_valid_package_is() {
     let c = card(Verified, Online, None);
     let mut spent_expired = own(Some(dec!(10)), dec!(0));
-    spent_expired.expires_at = Some(now() - Duration::days(1));
+    spent_expired.spec.expires_at = Some(now() - Duration::days(1));
     let mixed = [
         own(Some(dec!(10)), dec!(10)),
         own(Some(dec!(10)), dec!(5)),
@@ -112,9 +113,13 @@ fn traffic_is_exhausted_only_when_every_valid_package_is() {
 
 #[test]
 fn industry_card_is_exempt_from_real_name() {
+    let normal = card(NotVerified, Online, None);
     let industry = Card {
-        card_category: Industry,
-        ..card(NotVerified, Online, None)
+        facts: NewCard {
+            card_category: Industry,
+            ..normal.facts
+        },
+        ..normal
     };
     let d = decide(&industry, &healthy(), NONE, now());
     assert_eq!(d.action, nothing(NothingWhy::AlreadyOnline));
@@ -134,7 +139,7 @@ fn reason_precedence_not_realname_then_no_package_then_exhausted() {
     // All three at once: not real-named, no valid package (the one there is expired), and the
     // only package spent.
     let mut spent_expired = own(Some(dec!(10)), dec!(10));
-    spent_expired.expires_at = Some(now() - Duration::days(1));
+    spent_expired.spec.expires_at = Some(now() - Duration::days(1));
     assert_eq!(
         act(&c, &[spent_expired.clone()], NONE),
         Action::Stopped {
@@ -189,10 +194,7 @@ fn protect_key_means_nothing_whatever_the_state() {
             (Stopped, Some(Manual)),
         ] {
             for packages in [healthy(), vec![]] {
-                let c = Card {
-                    device_id: Some(DEVICE),
-                    ..card(Verified, net, reason)
-                };
+                let c = bound(card(Verified, net, reason));
                 let d = decide(&c, &packages, protect, now());
                 assert_eq!(d.action, nothing(NothingWhy::ProtectPeriod));
                 assert_eq!(d.evidence.protect, protect);

@@ -6,7 +6,7 @@ use domain::{
     CardCategory::{Industry, Normal},
     CarrierId, DeviceId, MonthCounters,
     NetworkStatus::{Online, Stopped},
-    PackageStatus, PackageUsageId,
+    NewCard, NewPackageUsage, PackageStatus, PackageUsageId,
     RealNameStatus::{NotVerified, Verified},
     ResetCycle,
     StopReason::{Manual, NoPackage, NotRealname, Protect, TrafficExhausted},
@@ -25,16 +25,18 @@ const DEVICE: DeviceId = DeviceId(70);
 fn card(real: RealNameStatus, net: NetworkStatus, reason: Option<StopReason>) -> Card {
     Card {
         id: CARD,
-        iccid: "8986000000000000007".into(),
-        msisdn: None,
-        carrier_id: CarrierId(1),
-        card_category: Normal,
-        status: 1,
-        real_name_status: real,
-        network_status: net,
+        facts: NewCard {
+            iccid: "8986000000000000007".into(),
+            msisdn: None,
+            carrier_id: CarrierId(1),
+            card_category: Normal,
+            status: 1,
+            real_name_status: real,
+            network_status: net,
+            enable_polling: true,
+            device_id: None,
+        },
         stop_reason: reason,
-        enable_polling: true,
-        device_id: None,
         data_usage_mb: Decimal::ZERO,
         usage: MonthCounters::default(),
         created_at: now(),
@@ -43,21 +45,34 @@ fn card(real: RealNameStatus, net: NetworkStatus, reason: Option<StopReason>) ->
     }
 }
 
+/// `c` bound to device [`DEVICE`].
+fn bound(c: Card) -> Card {
+    Card {
+        facts: NewCard {
+            device_id: Some(DEVICE),
+            ..c.facts
+        },
+        ..c
+    }
+}
+
 fn pkg(owner: PackageOwner, limit: Option<Decimal>, used: Decimal) -> PackageUsage {
     PackageUsage {
         id: PackageUsageId(1),
-        owner,
-        package_id: None,
-        external_id: None,
-        status: PackageStatus::Active,
-        data_limit_mb: limit,
-        virtual_ratio: Decimal::ONE,
-        used_mb: used,
-        activate_on_realname: false,
-        activated_at: Some(now() - Duration::days(1)),
-        expires_at: Some(now() + Duration::days(29)),
-        reset_cycle: ResetCycle::None,
-        next_reset_at: None,
+        spec: NewPackageUsage {
+            owner,
+            package_id: None,
+            external_id: None,
+            status: PackageStatus::Active,
+            data_limit_mb: limit,
+            virtual_ratio: Decimal::ONE,
+            used_mb: used,
+            activate_on_realname: false,
+            activated_at: Some(now() - Duration::days(1)),
+            expires_at: Some(now() + Duration::days(29)),
+            reset_cycle: ResetCycle::None,
+            next_reset_at: None,
+        },
         created_at: now() - Duration::days(1),
     }
 }
@@ -89,10 +104,7 @@ fn decision_table_one_case_per_row() {
     let cases: Vec<(&str, Card, Vec<PackageUsage>, ProtectEvidence, Action)> = vec![
         (
             "1a: stop protect key -> nothing, even with a reason on an online card",
-            Card {
-                device_id: Some(DEVICE),
-                ..card(NotVerified, Online, None)
-            },
+            bound(card(NotVerified, Online, None)),
             vec![],
             ProtectEvidence {
                 stop: true,
@@ -102,10 +114,7 @@ fn decision_table_one_case_per_row() {
         ),
         (
             "1b: start protect key -> nothing, even for a resumable card",
-            Card {
-                device_id: Some(DEVICE),
-                ..card(Verified, Stopped, Some(NoPackage))
-            },
+            bound(card(Verified, Stopped, Some(NoPackage))),
             vec![pkg(PackageOwner::Device(DEVICE), Some(dec!(100)), dec!(0))],
             ProtectEvidence {
                 stop: false,

@@ -128,7 +128,7 @@ async fn write(db: &DatabaseConnection, polls: &[UsagePoll]) -> StoreResult<Vec<
             answers.push(Ok(None));
             continue;
         };
-        let owner = PackageOwner::covering(locked.card.id, locked.card.device_id);
+        let owner = PackageOwner::covering(locked.card.id, locked.card.facts.device_id);
         let owned = packages.entry(owner).or_default();
         let stale = locked.written.is_some_and(|last| last >= poll.asked_at);
         let update = apply_month_total(&locked.card.usage, &poll.reported);
@@ -153,7 +153,7 @@ async fn write(db: &DatabaseConnection, polls: &[UsagePoll]) -> StoreResult<Vec<
         let steps = plan_deduction(owned, update.delta_mb, poll.now);
         for step in &steps {
             if let Some(p) = owned.iter_mut().find(|p| p.id == step.id) {
-                p.used_mb += step.add_virtual_mb;
+                p.spec.used_mb += step.add_virtual_mb;
             }
             *added.entry(step.id).or_default() += step.add_virtual_mb;
         }
@@ -192,7 +192,7 @@ async fn lock_packages<C: ConnectionTrait>(
     let mut card_owners = Vec::new();
     let mut device_owners = Vec::new();
     for locked in cards.values() {
-        match PackageOwner::covering(locked.card.id, locked.card.device_id) {
+        match PackageOwner::covering(locked.card.id, locked.card.facts.device_id) {
             PackageOwner::Card(id) => card_owners.push(id.get()),
             PackageOwner::Device(id) => device_owners.push(id.get()),
         }
@@ -224,10 +224,10 @@ async fn lock_packages<C: ConnectionTrait>(
     let mut by_owner: HashMap<PackageOwner, Vec<PackageUsage>> = HashMap::new();
     for row in rows {
         let usage = convert::package_usage(row)?;
-        by_owner.entry(usage.owner).or_default().push(usage);
+        by_owner.entry(usage.spec.owner).or_default().push(usage);
     }
     for owned in by_owner.values_mut() {
-        owned.sort_by_key(|p| (p.expires_at.is_none(), p.expires_at, p.id));
+        owned.sort_by_key(|p| (p.spec.expires_at.is_none(), p.spec.expires_at, p.id));
     }
     Ok(by_owner)
 }

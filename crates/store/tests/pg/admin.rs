@@ -32,8 +32,8 @@ async fn polling_configs_round_trip() -> anyhow::Result<()> {
     let b = s.configs.insert(&config("b", 20)).await?;
     let a = s.configs.insert(&config("a", 10)).await?;
     assert_eq!(s.configs.get(a.id).await?, Some(a.clone()));
-    assert_eq!(a.intervals, config("a", 10).intervals);
-    assert_eq!(a.card_condition, Some(CardCondition::NotRealname));
+    assert_eq!(a.spec.intervals, config("a", 10).intervals);
+    assert_eq!(a.spec.card_condition, Some(CardCondition::NotRealname));
     let all = s.configs.list_all().await?;
     assert_eq!(
         all.iter().map(|c| c.id).collect::<Vec<_>>(),
@@ -51,14 +51,14 @@ async fn polling_configs_round_trip() -> anyhow::Result<()> {
     let updated = s.configs.update(a.id, &changed).await?;
     assert_eq!(
         (
-            updated.name.as_str(),
-            updated.priority,
-            updated.card_condition
+            updated.spec.name.as_str(),
+            updated.spec.priority,
+            updated.spec.card_condition
         ),
         ("a2", 5, None)
     );
     assert_eq!(updated.created_at, a.created_at);
-    assert!(!s.configs.set_enabled(a.id, false).await?.enabled);
+    assert!(!s.configs.set_enabled(a.id, false).await?.spec.enabled);
     let mut bad = config("bad", 1);
     bad.intervals.realname_interval_secs = Some(0);
     assert!(

@@ -66,7 +66,7 @@ async fn real_name_polls_of_one_batch_answer_as_if_alone_in_submission_order() -
             a.as_ref()
                 .unwrap_or_else(|e| panic!("answer: {e}"))
                 .as_ref()
-                .map(|w| (w.changed, w.card.real_name_status))
+                .map(|w| (w.changed, w.card.facts.real_name_status))
         })
         .collect();
     assert_eq!(
@@ -85,7 +85,7 @@ async fn real_name_polls_of_one_batch_answer_as_if_alone_in_submission_order() -
             .iter()
             .all(|c| *c == Some((true, RealNameStatus::Verified)))
     );
-    let stored = s.cards.get(card).await?.map(|c| c.real_name_status);
+    let stored = s.cards.get(card).await?.map(|c| c.facts.real_name_status);
     assert_eq!(stored, Some(RealNameStatus::Verified));
 
     // Again: nothing differs, nothing is written.
@@ -126,7 +126,7 @@ async fn a_real_name_batch_that_fails_mid_way_writes_nothing() -> anyhow::Result
             .all(|a| matches!(a, Err(StoreError::Database(_)))),
         "every poll of the batch gets the error: {answers:?}"
     );
-    let stored = s.cards.get(first).await?.map(|c| c.real_name_status);
+    let stored = s.cards.get(first).await?.map(|c| c.facts.real_name_status);
     assert_eq!(
         stored,
         Some(RealNameStatus::NotVerified),
@@ -199,7 +199,7 @@ async fn package_reports_of_one_batch_write_each_row_once_the_last_report_winnin
     assert_eq!(counts, vec![1, 1, 1]);
     let of_device = s.packages.usages_of(dev).await?;
     assert_eq!(of_device.len(), 1);
-    assert_eq!(of_device[0].used_mb, dec!(12), "the later report wins");
+    assert_eq!(of_device[0].spec.used_mb, dec!(12), "the later report wins");
     assert_eq!(s.packages.usages_of(own).await?.len(), 1);
 
     // The same reports again: nothing differs, nothing is written.

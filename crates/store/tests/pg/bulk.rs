@@ -54,9 +54,12 @@ async fn bulk_insert_of_100k_cards_is_timed_and_keeps_input_order() -> anyhow::R
             .get(ids[i])
             .await?
             .ok_or_else(|| anyhow::anyhow!("card {i} missing"))?;
-        assert_eq!(card.iccid, cards[i].iccid, "id {i} belongs to input {i}");
-        assert_eq!(card.msisdn, cards[i].msisdn);
-        assert_eq!(card.carrier_id, cards[i].carrier_id);
+        assert_eq!(
+            card.facts.iccid, cards[i].iccid,
+            "id {i} belongs to input {i}"
+        );
+        assert_eq!(card.facts.msisdn, cards[i].msisdn);
+        assert_eq!(card.facts.carrier_id, cards[i].carrier_id);
     }
     assert_eq!(s.cards.count().await?, 100_000);
 

@@ -74,10 +74,10 @@ async fn session_zone_is_utc_and_a_shanghai_december_reset_moves_to_january_firs
     let batch = s.packages.reset_monthly(now, Shanghai, 1000).await?;
     assert_eq!((batch.rows, batch.owners), (1, vec![owner]));
     let reset = only_package(&s, owner).await?;
-    assert_eq!(reset.used_mb, Decimal::ZERO);
+    assert_eq!(reset.spec.used_mb, Decimal::ZERO);
     // Before: 2026-12-31 00:00 Shanghai (a month added to 2026-11-30 16:00 UTC in UTC).
     assert_eq!(
-        reset.next_reset_at,
+        reset.spec.next_reset_at,
         Some(local(Shanghai, 2027, 1, 1, 0, 0)?)
     );
     Ok(())
@@ -126,11 +126,11 @@ async fn an_activation_on_the_31st_resets_on_every_month_end_without_drift() -> 
     );
     let active = only_package(&s, owner).await?;
     assert_eq!(
-        active.next_reset_at,
+        active.spec.next_reset_at,
         Some(local(Shanghai, 2027, 2, 28, 10, 0)?)
     );
     assert_eq!(
-        active.expires_at,
+        active.spec.expires_at,
         Some(local(Shanghai, 2028, 1, 31, 10, 0)?),
         "365 local days"
     );
@@ -140,10 +140,11 @@ async fn an_activation_on_the_31st_resets_on_every_month_end_without_drift() -> 
     for (y, m, d) in [(2027, 3, 31), (2027, 4, 30), (2027, 5, 31), (2027, 6, 30)] {
         let due = only_package(&s, owner)
             .await?
+            .spec
             .next_reset_at
             .ok_or_else(|| anyhow::anyhow!("no reset date"))?;
         assert_eq!(s.packages.reset_monthly(due, Shanghai, 1000).await?.rows, 1);
-        seen.push(only_package(&s, owner).await?.next_reset_at);
+        seen.push(only_package(&s, owner).await?.spec.next_reset_at);
         expected.push(Some(local(Shanghai, y, m, d, 10, 0)?));
     }
     assert_eq!(seen, expected);
@@ -160,7 +161,7 @@ async fn after_downtime_a_package_is_reset_once_up_to_the_next_boundary() -> any
     assert_eq!(s.packages.reset_monthly(now, Shanghai, 1000).await?.rows, 1);
     let reset = only_package(&s, owner).await?;
     assert_eq!(
-        reset.next_reset_at,
+        reset.spec.next_reset_at,
         Some(local(Shanghai, 2028, 3, 31, 0, 0)?)
     );
     assert_eq!(
@@ -178,7 +179,7 @@ async fn after_downtime_a_package_is_reset_once_up_to_the_next_boundary() -> any
     .await?;
     s.packages.reset_monthly(now, Shanghai, 1000).await?;
     assert_eq!(
-        only_package(&s, old).await?.next_reset_at,
+        only_package(&s, old).await?.spec.next_reset_at,
         Some(local(Shanghai, 2028, 3, 29, 0, 0)?)
     );
     Ok(())
@@ -247,7 +248,7 @@ async fn package_days_are_local_days_across_daylight_saving() -> anyhow::Result<
     s.packages.activate_on_realname(owner, now, Berlin).await?;
     // Berlin springs forward on March 29: ten local days are 239 hours, ending at noon.
     assert_eq!(
-        only_package(&s, owner).await?.expires_at,
+        only_package(&s, owner).await?.spec.expires_at,
         Some(local(Berlin, 2026, 4, 4, 12, 0)?)
     );
     Ok(())

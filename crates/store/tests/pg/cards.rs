@@ -24,8 +24,8 @@ async fn card_round_trip_and_updates() -> anyhow::Result<()> {
     input.msisdn = Some("13800000001".into());
     input.carrier_id = CarrierId(7);
     let card = s.cards.insert(&input).await?;
-    assert_eq!(card.iccid, input.iccid);
-    assert_eq!(card.msisdn, input.msisdn);
+    assert_eq!(card.facts.iccid, input.iccid);
+    assert_eq!(card.facts.msisdn, input.msisdn);
     assert_eq!(card.stop_reason, None);
     assert_eq!(card.data_usage_mb, Decimal::ZERO);
     assert_eq!(s.cards.get(card.id).await?, Some(card.clone()));
@@ -66,7 +66,10 @@ async fn card_round_trip_and_updates() -> anyhow::Result<()> {
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
     assert!(first_write.changed);
-    assert_eq!(first_write.card.real_name_status, RealNameStatus::Verified);
+    assert_eq!(
+        first_write.card.facts.real_name_status,
+        RealNameStatus::Verified
+    );
     assert!(
         !s.cards
             .set_real_name(card.id, RealNameStatus::Verified)
@@ -79,23 +82,28 @@ async fn card_round_trip_and_updates() -> anyhow::Result<()> {
         !s.cards
             .set_enable_polling(card.id, false)
             .await?
+            .facts
             .enable_polling
     );
-    assert_eq!(s.cards.set_status(card.id, 3).await?.status, 3);
+    assert_eq!(s.cards.set_status(card.id, 3).await?.facts.status, 3);
     assert_eq!(
         s.cards
             .set_device(card.id, Some(device.id))
             .await?
+            .facts
             .device_id,
         Some(device.id)
     );
-    assert_eq!(s.cards.set_device(card.id, None).await?.device_id, None);
+    assert_eq!(
+        s.cards.set_device(card.id, None).await?.facts.device_id,
+        None
+    );
     let reread = s
         .cards
         .get(card.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
-    assert_eq!(reread.real_name_status, RealNameStatus::Verified);
+    assert_eq!(reread.facts.real_name_status, RealNameStatus::Verified);
     assert!(reread.updated_at >= card.updated_at);
 
     assert!(s.cards.soft_delete(card.id).await?);
@@ -158,7 +166,7 @@ async fn state_change_updates_the_card_and_appends_its_log_row() -> anyhow::Resu
         .get(card.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
-    assert_eq!(after.network_status, NetworkStatus::Stopped);
+    assert_eq!(after.facts.network_status, NetworkStatus::Stopped);
     assert_eq!(after.stop_reason, Some(StopReason::NoPackage));
 
     let resume = NewCardStateLog {
@@ -175,7 +183,7 @@ async fn state_change_updates_the_card_and_appends_its_log_row() -> anyhow::Resu
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
     assert_eq!(
-        (after.network_status, after.stop_reason),
+        (after.facts.network_status, after.stop_reason),
         (NetworkStatus::Online, None)
     );
 
@@ -298,7 +306,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         .clone()
         .expect("read for the deduction")
         .into_iter()
-        .map(|p| (p.id, p.used_mb))
+        .map(|p| (p.id, p.spec.used_mb))
         .collect();
     let stored: Vec<_> = s
         .packages
@@ -306,7 +314,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         .await?
         .into_iter()
         .filter(|p| p.is_valid_at(now))
-        .map(|p| (p.id, p.used_mb))
+        .map(|p| (p.id, p.spec.used_mb))
         .collect();
     assert_eq!(after.len(), stored.len());
     for pair in &after {
@@ -325,7 +333,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
     assert_eq!(steps.iter().map(|s| s.real_mb).sum::<Decimal>(), dec!(500));
 
     let usages = s.packages.usages_of(owner).await?;
-    let used = |id| usages.iter().find(|u| u.id == id).map(|u| u.used_mb);
+    let used = |id| usages.iter().find(|u| u.id == id).map(|u| u.spec.used_mb);
     assert_eq!(used(first.id), Some(dec!(100)));
     assert_eq!(used(last.id), Some(dec!(980)));
 
@@ -438,7 +446,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
             .usages_of(owner)
             .await?
             .iter()
-            .map(|u| u.used_mb)
+            .map(|u| u.spec.used_mb)
             .sum::<Decimal>(),
         dec!(1140)
     );
@@ -512,7 +520,7 @@ async fn device_round_trip_and_soft_delete_unbinds_cards() -> anyhow::Result<()>
     assert!(!s.devices.soft_delete(on.id).await?);
     assert_eq!(s.devices.get(on.id).await?, None);
     assert_eq!(
-        s.cards.get(card.id).await?.and_then(|c| c.device_id),
+        s.cards.get(card.id).await?.and_then(|c| c.facts.device_id),
         None,
         "unbound"
     );

@@ -48,7 +48,7 @@ async fn an_intent_leaves_the_card_until_the_carriers_yes_and_blocks_a_second_on
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(
-        c.network_status,
+        c.facts.network_status,
         NetworkStatus::Online,
         "the intent changes no card"
     );
@@ -75,7 +75,7 @@ async fn an_intent_leaves_the_card_until_the_carriers_yes_and_blocks_a_second_on
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Stopped, Some(StopReason::NoPackage))
     );
     // The card it returns is the card as written: the caller aligns on it without a read.
@@ -124,7 +124,7 @@ async fn an_intent_leaves_the_card_until_the_carriers_yes_and_blocks_a_second_on
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(
-        c.network_status,
+        c.facts.network_status,
         NetworkStatus::Stopped,
         "a refusal changes no card"
     );
@@ -214,7 +214,7 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
         .get(card.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(c.network_status, NetworkStatus::Stopped);
+    assert_eq!(c.facts.network_status, NetworkStatus::Stopped);
     assert_eq!(outcomes(&s, card.id).await?, vec![GatewayOutcome::Ok]);
 
     // A late yes behind a reason change written meanwhile: the carrier's word wins (the reason
@@ -257,7 +257,7 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(
-        (c.network_status, c.stop_reason),
+        (c.facts.network_status, c.stop_reason),
         (NetworkStatus::Online, None)
     );
     assert_eq!(
@@ -311,7 +311,7 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(
-        c.network_status,
+        c.facts.network_status,
         NetworkStatus::Online,
         "the later word stands"
     );

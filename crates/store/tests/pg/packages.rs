@@ -26,10 +26,10 @@ async fn products_and_bought_packages_round_trip() -> anyhow::Result<()> {
         Some(product.clone())
     );
     assert_eq!(
-        (product.name.as_str(), product.virtual_ratio),
+        (product.spec.name.as_str(), product.spec.virtual_ratio),
         ("10G monthly", dec!(1.25))
     );
-    assert_eq!(product.reset_cycle, ResetCycle::Monthly);
+    assert_eq!(product.spec.reset_cycle, ResetCycle::Monthly);
 
     let card = s.cards.insert(&new_card("8986000000000000001")).await?;
     let device = s
@@ -53,12 +53,12 @@ async fn products_and_bought_packages_round_trip() -> anyhow::Result<()> {
     on_card.reset_cycle = ResetCycle::Monthly;
     on_card.next_reset_at = Some(now + Duration::days(3));
     let stored = s.packages.create_usage(&on_card).await?;
-    assert_eq!(stored.owner, PackageOwner::Card(card.id));
-    assert_eq!(stored.package_id, Some(product.id));
-    assert_eq!(stored.data_limit_mb, Some(dec!(100.5)));
-    assert_eq!(stored.used_mb, dec!(3.25));
-    assert_eq!(stored.next_reset_at, on_card.next_reset_at);
-    assert_eq!(stored.activated_at, Some(now));
+    assert_eq!(stored.spec.owner, PackageOwner::Card(card.id));
+    assert_eq!(stored.spec.package_id, Some(product.id));
+    assert_eq!(stored.spec.data_limit_mb, Some(dec!(100.5)));
+    assert_eq!(stored.spec.used_mb, dec!(3.25));
+    assert_eq!(stored.spec.next_reset_at, on_card.next_reset_at);
+    assert_eq!(stored.spec.activated_at, Some(now));
 
     let mut on_device = pending_usage(PackageOwner::Device(device.id), true);
     on_device.data_limit_mb = None;
@@ -85,11 +85,11 @@ async fn products_and_bought_packages_round_trip() -> anyhow::Result<()> {
     assert_eq!(dev.len(), 2);
     assert!(
         dev.iter()
-            .all(|u| u.data_limit_mb.is_none() && u.activate_on_realname)
+            .all(|u| u.spec.data_limit_mb.is_none() && u.spec.activate_on_realname)
     );
     assert!(
         dev.iter()
-            .all(|u| u.status == PackageStatus::Pending && u.activated_at.is_none())
+            .all(|u| u.spec.status == PackageStatus::Pending && u.spec.activated_at.is_none())
     );
     Ok(())
 }
@@ -180,7 +180,10 @@ async fn deduct_alone_charges_valid_packages_of_a_device() -> anyhow::Result<()>
             .await?
             .is_empty()
     );
-    assert_eq!(s.packages.usages_of(owner).await?[0].used_mb, dec!(12.5));
+    assert_eq!(
+        s.packages.usages_of(owner).await?[0].spec.used_mb,
+        dec!(12.5)
+    );
     Ok(())
 }
 
@@ -284,39 +287,48 @@ async fn expiry_activates_the_next_pending_package_from_now() -> anyhow::Result<
                 .ok_or_else(|| anyhow::anyhow!("package {id} gone"))
         }
     };
-    assert_eq!(get(a, a_old.id).await?.status, PackageStatus::Expired);
+    assert_eq!(get(a, a_old.id).await?.spec.status, PackageStatus::Expired);
     let activated = get(a, a_next.id).await?;
-    assert_eq!(activated.status, PackageStatus::Active);
-    assert_eq!(activated.activated_at, Some(now));
+    assert_eq!(activated.spec.status, PackageStatus::Active);
+    assert_eq!(activated.spec.activated_at, Some(now));
     assert_eq!(
-        activated.expires_at,
+        activated.spec.expires_at,
         Some(now + Duration::days(30)),
         "product duration"
     );
     assert!(activated.is_valid_at(now));
-    assert_eq!(get(a, a_later.id).await?.status, PackageStatus::Pending);
+    assert_eq!(
+        get(a, a_later.id).await?.spec.status,
+        PackageStatus::Pending
+    );
     assert!(
         s.packages
             .usages_of(b)
             .await?
             .iter()
-            .all(|u| u.status == PackageStatus::Expired)
+            .all(|u| u.spec.status == PackageStatus::Expired)
     );
     assert_eq!(
-        get(c, c_waiting.id).await?.status,
+        get(c, c_waiting.id).await?.spec.status,
         PackageStatus::Pending,
         "waits for real-name"
     );
-    assert_eq!(get(d, d_pending.id).await?.status, PackageStatus::Pending);
-    let e_active = get(e, e_next.id).await?;
-    assert_eq!(e_active.status, PackageStatus::Active);
     assert_eq!(
-        e_active.expires_at,
+        get(d, d_pending.id).await?.spec.status,
+        PackageStatus::Pending
+    );
+    let e_active = get(e, e_next.id).await?;
+    assert_eq!(e_active.spec.status, PackageStatus::Active);
+    assert_eq!(
+        e_active.spec.expires_at,
         Some(now + Duration::days(7)),
         "keeps its own span"
     );
     assert_eq!(
-        get(PackageOwner::Card(f_card), f_pending.id).await?.status,
+        get(PackageOwner::Card(f_card), f_pending.id)
+            .await?
+            .spec
+            .status,
         PackageStatus::Pending
     );
 
@@ -332,8 +344,8 @@ async fn expiry_activates_the_next_pending_package_from_now() -> anyhow::Result<
     // First real-name: C's waiting package becomes active; no product, no window: 30 days.
     assert_eq!(s.packages.activate_on_realname(c, now, SH).await?, 1);
     let c_active = get(c, c_waiting.id).await?;
-    assert_eq!(c_active.status, PackageStatus::Active);
-    assert_eq!(c_active.expires_at, Some(now + Duration::days(30)));
+    assert_eq!(c_active.spec.status, PackageStatus::Active);
+    assert_eq!(c_active.spec.expires_at, Some(now + Duration::days(30)));
     assert_eq!(s.packages.activate_on_realname(c, now, SH).await?, 0);
     Ok(())
 }
@@ -401,9 +413,9 @@ async fn monthly_reset_clears_due_packages_and_moves_their_date() -> anyhow::Res
         p_due.id,
     )
     .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(reset.used_mb, Decimal::ZERO);
+    assert_eq!(reset.spec.used_mb, Decimal::ZERO);
     assert_eq!(
-        reset.next_reset_at,
+        reset.spec.next_reset_at,
         Some(domain::calendar::add_months_anchored(
             due,
             1,
@@ -416,14 +428,14 @@ async fn monthly_reset_clears_due_packages_and_moves_their_date() -> anyhow::Res
         p_dev.id,
     )
     .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(dev.used_mb, Decimal::ZERO);
+    assert_eq!(dev.spec.used_mb, Decimal::ZERO);
     let others = s.packages.usages_of(PackageOwner::Card(other)).await?;
     assert_eq!(
-        find(others.clone(), p_later.id).map(|u| u.used_mb),
+        find(others.clone(), p_later.id).map(|u| u.spec.used_mb),
         Some(dec!(50))
     );
     assert_eq!(
-        find(others, p_none.id).map(|u| u.used_mb),
+        find(others, p_none.id).map(|u| u.spec.used_mb),
         Some(dec!(50)),
         "not a monthly package"
     );
@@ -471,9 +483,9 @@ async fn carrier_packages_are_inserted_then_updated_by_external_id() -> anyhow::
     );
     let first = s.packages.usages_of(owner).await?;
     assert_eq!(first.len(), 2);
-    assert_eq!(first[0].external_id.as_deref(), Some("C-1"));
-    assert_eq!(first[0].used_mb, dec!(10));
-    assert_eq!(first[1].data_limit_mb, None);
+    assert_eq!(first[0].spec.external_id.as_deref(), Some("C-1"));
+    assert_eq!(first[0].spec.used_mb, dec!(10));
+    assert_eq!(first[1].spec.data_limit_mb, None);
 
     // C-1 moved on, C-2 did not: one row written, no duplicate.
     assert_eq!(
@@ -485,7 +497,7 @@ async fn carrier_packages_are_inserted_then_updated_by_external_id() -> anyhow::
     let second = s.packages.usages_of(owner).await?;
     assert_eq!(second.len(), 2);
     assert_eq!(second[0].id, first[0].id);
-    assert_eq!(second[0].used_mb, dec!(25.5));
+    assert_eq!(second[0].spec.used_mb, dec!(25.5));
 
     // The same external id on a device is another package.
     let device = s
@@ -510,7 +522,7 @@ async fn carrier_packages_are_inserted_then_updated_by_external_id() -> anyhow::
         ..twice[0].clone()
     });
     assert_eq!(s.packages.upsert_carrier_packages(dev, &twice).await?, 1);
-    assert_eq!(s.packages.usages_of(dev).await?[0].used_mb, dec!(3));
+    assert_eq!(s.packages.usages_of(dev).await?[0].spec.used_mb, dec!(3));
     assert_eq!(s.packages.upsert_carrier_packages(dev, &[]).await?, 0);
     Ok(())
 }
