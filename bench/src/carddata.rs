@@ -183,7 +183,7 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
         None,
         Target::Reported,
     )
-    .note("INFO stats total_commands_processed over the window (server-wide), pipelined or not; a script counts as one");
+    .note("INFO stats total_commands_processed over the window (server-wide), pipelined or not; the commands a script calls count too");
     let cpu_row = Row::new(
         "worker CPU per carddata check".to_owned(),
         cpu_per_check_us,

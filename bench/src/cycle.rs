@@ -39,11 +39,11 @@ pub(crate) fn scheduler_settings() -> SchedulerSettings {
 }
 
 /// Reschedules the card, nothing else.
-struct Noop {
-    task: TaskType,
-    queue: PollingQueueManager,
-    done: Arc<AtomicU64>,
-    failed: Arc<AtomicU64>,
+pub(crate) struct Noop {
+    pub(crate) task: TaskType,
+    pub(crate) queue: PollingQueueManager,
+    pub(crate) done: Arc<AtomicU64>,
+    pub(crate) failed: Arc<AtomicU64>,
 }
 
 #[async_trait]

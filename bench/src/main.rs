@@ -16,6 +16,7 @@ mod dequeue;
 mod env;
 mod fleet;
 mod handlers;
+mod idle;
 mod initializer;
 mod probes;
 mod report;
@@ -56,8 +57,8 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these scenarios: initializer (with Redis memory), dequeue, cycle (with worker RSS),
-    /// carddata, handlers (realname, package and protect in steady state), fleet (fleet
-    /// capacity). Repeat or separate with commas.
+    /// carddata, handlers (realname, package and protect in steady state), idle (Redis commands
+    /// of a node with nothing due), fleet (fleet capacity). Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     only: Vec<Scenario>,
     /// Fleet size of the fleet-capacity scenario's first trial (default 300,000; 30,000 with
@@ -88,6 +89,7 @@ enum Scenario {
     Carddata,
     Handlers,
     Fleet,
+    Idle,
 }
 
 /// The sizes of one run (written to the report).
@@ -119,6 +121,7 @@ impl Sizes {
                 Scenario::Handlers,
                 Scenario::Initializer,
                 Scenario::Dequeue,
+                Scenario::Idle,
                 Scenario::Fleet,
             ]
         } else {
@@ -235,6 +238,7 @@ async fn run(env: &env::BenchEnv, scenario: Scenario, s: &Sizes) -> anyhow::Resu
         Scenario::Cycle => cycle::run(env, s.cards, Duration::from_secs(s.cycle_window_secs)).await,
         Scenario::Carddata => carddata::run(env, s).await,
         Scenario::Handlers => handlers::run(env, s).await,
+        Scenario::Idle => idle::run(env, s.quick).await,
         Scenario::Fleet => {
             capacity::run(env, s.fleet_start, Duration::from_secs(s.fleet_secs)).await
         }

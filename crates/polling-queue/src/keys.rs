@@ -61,6 +61,9 @@ pub enum RedisKey {
     Configs,
     /// `polling:configs:changed`: pub/sub channel announcing a config change.
     ConfigsChanged,
+    /// `polling:queue:wake`: pub/sub channel naming the shards that got entries due soon and
+    /// the manual lists that got cards (`queue/wake.rs`).
+    QueueWake,
     /// `polling:concurrency:{type}`: zset of semaphore holders, token -> lease expiry.
     Concurrency { task: TaskType },
     /// `polling:concurrency:max:{type}`: string, the max concurrent tasks of that type.
@@ -129,6 +132,7 @@ impl Keys {
             RedisKey::ProtectStart { device } => write!(s, "protect:start:{device}"),
             RedisKey::Configs => write!(s, "configs"),
             RedisKey::ConfigsChanged => write!(s, "configs:changed"),
+            RedisKey::QueueWake => write!(s, "queue:wake"),
             RedisKey::Concurrency { task } => write!(s, "concurrency:{task}"),
             RedisKey::ConcurrencyMax { task } => write!(s, "concurrency:max:{task}"),
             RedisKey::InitProgress => write!(s, "init:progress"),
@@ -196,6 +200,7 @@ mod tests {
             ),
             (RedisKey::Configs, "polling:configs"),
             (RedisKey::ConfigsChanged, "polling:configs:changed"),
+            (RedisKey::QueueWake, "polling:queue:wake"),
             (
                 RedisKey::Concurrency {
                     task: TaskType::Package,

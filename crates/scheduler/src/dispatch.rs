@@ -8,7 +8,7 @@ use crate::pools::{Pool, PoolSizes};
 use crate::type_loop::type_loop;
 use crate::upkeep::{drain, main_loop};
 use domain::Clock;
-use polling_queue::{ConcurrencySemaphore, PollingQueueManager, SingletonLease};
+use polling_queue::{ConcurrencySemaphore, PollingQueueManager, SingletonLease, Wakes};
 use std::sync::Arc;
 use std::time::Duration;
 use task_handlers::Registry;
@@ -50,6 +50,8 @@ pub struct Scheduler {
     jobs: Vec<Box<dyn PeriodicJob>>,
     semaphore: Option<ConcurrencySemaphore>,
     budget: Option<Arc<dyn DispatchBudget>>,
+    /// Subscribe to `polling:queue:wake` (see `type_loop`).
+    wakes: bool,
 }
 
 /// What the loops of one run share.
@@ -57,6 +59,9 @@ pub(crate) struct Ctx {
     pub(crate) queue: PollingQueueManager,
     pub(crate) semaphore: Option<ConcurrencySemaphore>,
     pub(crate) budget: Option<Arc<dyn DispatchBudget>>,
+    /// What writers announce on `polling:queue:wake` (`None`: the subscription failed; the
+    /// loops then ask every tick).
+    pub(crate) wakes: Option<Wakes>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) settings: SchedulerSettings,
     /// The running polls, waited for at shutdown.
@@ -81,7 +86,15 @@ impl Scheduler {
             jobs: Vec::new(),
             semaphore: None,
             budget: None,
+            wakes: true,
         }
+    }
+
+    /// Asks every shard every tick instead of sleeping until a shard has work: for a Redis
+    /// that refuses `SUBSCRIBE` (some proxies), and the benchmark's reference.
+    pub fn without_wakes(mut self) -> Self {
+        self.wakes = false;
+        self
     }
 
     /// Dequeues no more cards than the carrier budget lets start (see `gate`). The worker
@@ -107,10 +120,22 @@ impl Scheduler {
     /// Runs until `shutdown` is cancelled; then stops dequeuing, lets running polls finish for
     /// up to the grace period and hands the rest back to their queues, due now.
     pub async fn run(self, shutdown: CancellationToken) -> ShutdownReport {
+        let wakes = if !self.wakes {
+            None
+        } else {
+            match self.queue.listen_wakes(shutdown.clone()).await {
+                Ok(wakes) => Some(wakes),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot subscribe to queue wakes; every shard is asked every tick");
+                    None
+                }
+            }
+        };
         let ctx = Arc::new(Ctx {
             queue: self.queue,
             semaphore: self.semaphore,
             budget: self.budget,
+            wakes,
             clock: self.clock,
             settings: self.settings,
             tracker: TaskTracker::new(),

@@ -5,7 +5,7 @@ use metrics::{Counter, Histogram};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use task_handlers::Outcome;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 /// Handler pool sizes per task type (`CMP_WORKER_POOL_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,9 @@ pub(crate) struct Pool {
     pub(crate) size: usize,
     pub(crate) permits: Arc<Semaphore>,
     in_flight: Mutex<HashSet<CardId>>,
+    /// Notified when a poll of this pool finishes: a loop waiting for cluster-wide room asks
+    /// again then, since its own slot has just come free.
+    pub(crate) finished: Notify,
     /// `cmp_tasks_handled_total` of this type, one handle per outcome, and
     /// `cmp_task_duration_seconds`: registered once (building the labelled key of every poll
     /// was a visible share of the no-op cycle's profile).
@@ -71,6 +74,7 @@ impl Pool {
             size,
             permits: Arc::new(Semaphore::new(size)),
             in_flight: Mutex::new(HashSet::new()),
+            finished: Notify::new(),
             metrics: PollMetrics::new(task),
         }
     }
@@ -97,6 +101,7 @@ impl Pool {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&card);
+        self.finished.notify_one();
     }
 
     pub(crate) fn in_flight(&self) -> Vec<CardId> {

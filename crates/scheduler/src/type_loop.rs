@@ -3,24 +3,41 @@
 //! one card to the pool.
 
 use crate::dispatch::Ctx;
-use crate::gate::{BUDGET_PAUSE, budget_room, cluster_room};
+use crate::gate::{BUDGET_PAUSE, SLOT_PAUSE, budget_room, cluster_room};
 use crate::pools::Pool;
-use crate::shards::{MIN_PER_SHARD, dequeue_shards, shares, take_manual};
-use domain::CardId;
+use crate::shards::{AskPlan, MIN_PER_SHARD, dequeue_shards, shares, take_manual};
+use domain::{CardId, TaskType};
 use futures::FutureExt;
+use polling_queue::WAKE_HORIZON;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use task_handlers::{Outcome, TaskHandler};
+use tokio::time::Instant;
 use tracing::Instrument;
 
 /// One task type: manual list first, then every shard in parallel, as much as the pool holds.
+///
+/// Waiting costs nothing: a shard is asked again when the entry its last dequeue named as its
+/// earliest comes due (`AskPlan`), the manual list when a trigger announces cards, and both
+/// at the latest after [`WAKE_HORIZON`]; writers that make entries due sooner wake the loop
+/// (`polling:queue:wake`). Without the wake subscription the loop asks every tick, as a
+/// loop that cannot be told must.
 pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>) {
     let task = pool.task;
-    let shards = ctx.queue.settings().shard_count;
+    let tick = ctx.settings.tick;
+    let horizon = if ctx.wakes.is_some() {
+        WAKE_HORIZON
+    } else {
+        tick
+    };
+    let mut plan = AskPlan::new(
+        ctx.queue.settings().shard_count,
+        tick,
+        horizon,
+        Instant::now(),
+    );
+    let mut manual_at = Instant::now();
     let mut rotate = 0u32;
-    // Shards asked since a dequeue last found something: the loop sleeps a tick only after a
-    // whole sweep of the shards found nothing.
-    let mut swept = 0u32;
     // Wait for this much room before dequeuing again while polls are running, so that one
     // round trip per shard moves a useful number of cards (a round of a few cards over every
     // shard costs as many round trips as a full one).
@@ -33,14 +50,42 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
             tokio::select! {
                 _ = ctx.shutdown.cancelled() => break,
                 p = pool.permits.clone().acquire_many_owned(want) => drop(p),
-                _ = tokio::time::sleep(ctx.settings.tick) => {}
+                _ = tokio::time::sleep(tick) => {}
             }
             continue;
         }
+        let now = Instant::now();
+        if let Some(wakes) = &ctx.wakes {
+            let woken = wakes.take(task);
+            if woken.all || woken.manual {
+                manual_at = now;
+            }
+            plan.wake((!woken.all).then_some(&woken.shards), now);
+        }
+        let ready = plan.ready(now, rotate);
+        let ask_manual = manual_at <= now;
+        if ready.is_empty() && !ask_manual {
+            // Nothing due that this loop knows of: sleep until the next shard comes due or a
+            // writer announces one.
+            let until = plan.earliest().min(manual_at);
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                _ = tokio::time::sleep_until(until) => {}
+                _ = woken(&ctx, task) => {}
+            }
+            continue;
+        }
+        let wanted = free;
         let free = match &ctx.semaphore {
-            Some(semaphore) => cluster_room(semaphore, task, free, &ctx.shutdown).await,
+            Some(semaphore) => {
+                let own = (&pool.finished, pool.in_use() > 0);
+                cluster_room(semaphore, task, free, own, &ctx.shutdown).await
+            }
             None => free,
         };
+        // The cluster-wide slots bound this round: the cards taken now hold them as soon as
+        // their handlers start, so the next question waits for a poll to finish.
+        let slot_bound = free < wanted;
         // Under the carrier budget: no more than it lets start; and after such a round a pause,
         // so that the handlers' reservations show in the budget before it is asked again.
         let (free, paced) = match &ctx.budget {
@@ -53,29 +98,35 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
         if free == 0 {
             continue;
         }
-        let mut cards = take_manual(&ctx.queue, task, free).await;
-        metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "manual")
-            .increment(cards.len() as u64);
+        let mut cards = Vec::new();
+        if ask_manual {
+            cards = take_manual(&ctx.queue, task, free).await;
+            metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "manual")
+                .increment(cards.len() as u64);
+            // A list that gave all that was asked may hold more.
+            manual_at = if cards.len() >= free {
+                now
+            } else {
+                now + horizon
+            };
+        }
         let room = free.saturating_sub(cards.len());
-        if room > 0 {
-            let plan = shares(room, shards, rotate);
-            let asked = plan.len() as u32;
-            rotate = rotate.wrapping_add(asked);
-            let taken = dequeue_shards(&ctx.queue, task, plan, ctx.settings.batch).await;
+        if room > 0 && !ready.is_empty() {
+            let shares = shares(room, &ready);
+            rotate = rotate.wrapping_add(shares.len() as u32);
+            let answers = dequeue_shards(&ctx.queue, task, shares, ctx.settings.batch).await;
+            let now = Instant::now();
+            let before = cards.len();
+            for answer in answers {
+                plan.answered(&answer, now);
+                if let Some(d) = answer.dequeued {
+                    cards.extend(d.cards);
+                }
+            }
             metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "shard")
-                .increment(taken.len() as u64);
-            swept = if taken.is_empty() { swept + asked } else { 0 };
-            cards.extend(taken);
+                .increment((cards.len() - before) as u64);
         }
         if cards.is_empty() {
-            if swept < shards {
-                continue;
-            }
-            swept = 0;
-            tokio::select! {
-                _ = ctx.shutdown.cancelled() => break,
-                _ = tokio::time::sleep(ctx.settings.tick) => {}
-            }
             continue;
         }
         if let Some(budget) = &ctx.budget {
@@ -89,7 +140,21 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
                 _ = ctx.shutdown.cancelled() => break,
                 _ = tokio::time::sleep(BUDGET_PAUSE) => {}
             }
+        } else if slot_bound {
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => break,
+                _ = pool.finished.notified() => {}
+                _ = tokio::time::sleep(SLOT_PAUSE) => {}
+            }
         }
+    }
+}
+
+/// Until a writer wakes the loop of `task` (never without the wake subscription).
+async fn woken(ctx: &Ctx, task: TaskType) {
+    match &ctx.wakes {
+        Some(wakes) => wakes.notified(task).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -19,7 +19,7 @@ mod redis;
 mod services;
 
 pub use db::TestDb;
-pub use redis::{TestRedis, keys_matching, unlink_each, unlink_prefix};
+pub use redis::{PrivateRedis, TestRedis, keys_matching, unlink_each, unlink_prefix};
 
 /// A fresh database and an isolated Redis key space.
 pub struct TestEnv {

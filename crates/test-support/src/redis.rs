@@ -149,3 +149,61 @@ impl Drop for TestRedis {
         });
     }
 }
+
+/// A `redis-server` of the test's own, on a free local port, killed on drop: for what only a
+/// server nobody else uses can show, such as the commands one process sends
+/// ([`commands_processed`](Self::commands_processed)).
+pub struct PrivateRedis {
+    /// Dropped first (its keys deleted while the server runs), then the server is killed.
+    pub redis: TestRedis,
+    /// The connection [`commands_processed`](Self::commands_processed) asks on.
+    info: Client,
+    _server: tokio::process::Child,
+}
+
+impl PrivateRedis {
+    /// Starts `redis-server` (from `PATH`) and waits until it answers.
+    pub async fn start() -> anyhow::Result<PrivateRedis> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let child = tokio::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("start redis-server (it must be on PATH)")?;
+        let url = format!("redis://127.0.0.1:{port}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match connect(&url, 1).await {
+                Ok(pool) => {
+                    let _ = pool.quit().await;
+                    break;
+                }
+                Err(e) if tokio::time::Instant::now() > deadline => {
+                    return Err(e.context("redis-server did not answer within 10 s"));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+        let info = Builder::from_config(Config::from_url(&url)?).build()?;
+        info.init().await?;
+        Ok(PrivateRedis {
+            redis: TestRedis::on(url),
+            _server: child,
+            info,
+        })
+    }
+
+    /// `total_commands_processed` of `INFO stats`: every command the server ran, those called
+    /// from scripts included (the `INFO` that reads it counts too).
+    pub async fn commands_processed(&self) -> anyhow::Result<u64> {
+        let info: String = self.info.info(Some(fred::types::InfoKind::Stats)).await?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("total_commands_processed:"))
+            .and_then(|n| n.trim().parse().ok())
+            .context("INFO stats without total_commands_processed")
+    }
+}

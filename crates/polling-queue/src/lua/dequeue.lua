@@ -3,7 +3,10 @@
 -- KEYS[1]  the shard queue (zset: card id -> next check, unix seconds)
 -- ARGV[1]  batch: at most this many members
 -- ARGV[2]  lease, whole milliseconds
--- Returns the due members (score <= now), oldest first. Each is re-scored to a lease score: the
+-- Returns {due, wait}: the due members (score <= now), oldest first, and the milliseconds until
+-- the earliest entry left is due by this clock (a waiting card or a lease; 0 when more are due
+-- than the batch took; -1 when the queue is empty), so that an idle loop can sleep until then.
+-- Each due member is re-scored to a lease score: the
 -- deadline (now + lease, whole milliseconds) plus 0.5 ms plus i microseconds (i < 500; each
 -- further 500 members one more millisecond). So the scores are strictly increasing (they insert
 -- faster than equal ones), and a lease score is recognisable: its microseconds modulo 1000 are
@@ -45,4 +48,12 @@ while i <= n do
   redis.call('ZADD', KEYS[1], unpack(args))
   i = last + 1
 end
-return due
+if n >= tonumber(ARGV[1]) then
+  return {due, 0}
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = -1
+if first[2] then
+  wait = math.max(0, math.floor((tonumber(first[2]) - now) * 1000))
+end
+return {due, wait}

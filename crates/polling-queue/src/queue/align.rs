@@ -5,14 +5,14 @@
 //! already queued for a type keeps its score (`ZADD NX`), one no longer scheduled for a type
 //! leaves it (`ZREM`). So it is idempotent and safe to run over cards that are being polled.
 
-use super::CHUNK;
 use super::score::to_score;
+use super::{CHUNK, wake};
 use crate::{PollingQueueManager, QueueError};
 use chrono::{DateTime, Utc};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What an alignment changed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +84,7 @@ impl PollingQueueManager {
             }
         }
         let pipe = self.pool.next().pipeline();
+        // Per reply: the queue it added to, or `None` for a removal.
         let mut kinds = Vec::new();
         for ((shard, task), (add, remove)) in &plan {
             let key = self.keys.shard_queue(*shard, TaskType::ALL[*task]);
@@ -98,22 +99,36 @@ impl PollingQueueManager {
                         chunk.to_vec(),
                     )
                     .await?;
-                kinds.push(true);
+                kinds.push(Some((*shard, *task)));
             }
             for chunk in remove.chunks(CHUNK) {
                 let _: () = pipe.zrem(key.as_str(), chunk.to_vec()).await?;
-                kinds.push(false);
+                kinds.push(None);
             }
         }
         let replies: Vec<Value> = pipe.all().await?;
         let mut out = Aligned::default();
-        for (is_add, reply) in kinds.into_iter().zip(replies) {
+        let mut woken: [BTreeSet<u32>; 4] = Default::default();
+        for (kind, reply) in kinds.into_iter().zip(replies) {
             let n = reply.as_u64().unwrap_or(0);
-            if is_add {
-                out.added += n;
-            } else {
-                out.removed += n;
+            match kind {
+                Some((shard, task)) => {
+                    out.added += n;
+                    if n > 0 {
+                        woken[task].insert(shard);
+                    }
+                }
+                None => out.removed += n,
             }
+        }
+        // Entries added due soon wake the loops (a second round trip, only when they are).
+        if wake::due_soon(due, self.clock.now()) {
+            let messages = TaskType::ALL
+                .into_iter()
+                .zip(&woken)
+                .filter_map(|(task, shards)| wake::shards_message(task, shards))
+                .collect();
+            self.publish_wakes(messages).await;
         }
         Ok(out)
     }

@@ -8,7 +8,7 @@
 //! Sentinel as fred pipelines of `ZADD NX` (members and scores as `Value::Integer`, the key of
 //! a (shard, type) rendered once per writer), several in flight over the pool's connections.
 
-use super::bulk_resp;
+use super::{bulk_resp, wake};
 use crate::{Keys, QueueError, RedisKey};
 use domain::{CardId, TaskType};
 use fred::clients::{Pipeline, Pool};
@@ -23,6 +23,8 @@ use std::sync::Arc;
 pub struct InitWriter {
     pool: Pool,
     progress_key: String,
+    /// `polling:queue:wake`: each write wakes every dispatch loop.
+    wake_channel: String,
     /// `[shard][task]` -> the rendered key as a shared value.
     shard_keys: Arc<Vec<[Value; 4]>>,
     /// The single server to stream pre-encoded commands to (`None`: a cluster, Sentinel).
@@ -129,6 +131,7 @@ impl InitWriter {
         InitWriter {
             pool,
             progress_key: keys.render(&RedisKey::InitProgress),
+            wake_channel: keys.render(&RedisKey::QueueWake),
             shard_keys: Arc::new(shard_keys),
             direct,
             canaries: Arc::new(canary_keys(keys, shard_count.max(1))),
@@ -185,7 +188,9 @@ impl InitWriter {
                     pairs,
                 })
                 .collect();
-            return Ok(bulk_resp::zadd_nx(target, &commands).await?);
+            let added = bulk_resp::zadd_nx(target, &commands).await?;
+            self.wake_all().await;
+            return Ok(added);
         }
         let mut commands = entries.into_commands().into_iter().peekable();
         let mut pipelines = Vec::new();
@@ -197,11 +202,19 @@ impl InitWriter {
                     .collect::<Vec<_>>(),
             );
         }
-        futures::stream::iter(pipelines)
+        let added = futures::stream::iter(pipelines)
             .map(|cmds| send(self.pool.next().pipeline(), cmds))
             .buffer_unordered(in_flight.max(1))
             .try_fold(0u64, |sum, added| async move { Ok(sum + added) })
-            .await
+            .await?;
+        self.wake_all().await;
+        Ok(added)
+    }
+
+    /// First entries are due from now on: every loop asks every shard again.
+    async fn wake_all(&self) {
+        let messages = TaskType::ALL.into_iter().map(wake::all_message).collect();
+        wake::publish(&self.pool, &self.wake_channel, messages).await;
     }
 
     /// The progress hash as stored (empty: never written).

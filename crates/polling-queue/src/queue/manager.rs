@@ -1,12 +1,13 @@
 //! [`PollingQueueManager`]: every operation on the sharded queues and the manual lists.
 
 use super::score::{group_by_shard, lease_ms, parse_members};
-use super::{CHUNK, reschedule};
-use crate::{Keys, QueueError, scripts};
+use super::{CHUNK, reschedule, wake};
+use crate::{Keys, QueueError, RedisKey, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
 use fred::types::{SetOptions, Value};
+use std::collections::BTreeSet;
 use std::{sync::Arc, time::Duration};
 
 /// Fixed per deployment: both processes must use the same values.
@@ -27,6 +28,16 @@ impl Default for QueueSettings {
     }
 }
 
+/// What one dequeue of a shard took, and when the shard has more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dequeued {
+    /// The due cards taken and leased, oldest first.
+    pub cards: Vec<CardId>,
+    /// How long until the earliest entry left comes due (a waiting card or a lease; zero when
+    /// more were due than the batch took); `None`: the queue is empty.
+    pub next_due_in: Option<Duration>,
+}
+
 /// The queues: sorted sets `polling:shard:{shard}:queue:{type}` and lists `polling:manual:{type}`
 /// (manual lists in `manual.rs`, monitoring reads in `observation/depth.rs`).
 ///
@@ -45,7 +56,12 @@ pub struct PollingQueueManager {
 impl PollingQueueManager {
     pub fn new(pool: Pool, keys: Keys, mut settings: QueueSettings, clock: Arc<dyn Clock>) -> Self {
         settings.shard_count = settings.shard_count.max(1);
-        let rescheduler = reschedule::writer(pool.clone(), keys.clone(), settings.shard_count);
+        let rescheduler = reschedule::writer(
+            pool.clone(),
+            keys.clone(),
+            settings.shard_count,
+            clock.clone(),
+        );
         Self {
             pool,
             keys,
@@ -77,17 +93,44 @@ impl PollingQueueManager {
         task: TaskType,
         batch: usize,
     ) -> Result<Vec<CardId>, QueueError> {
+        Ok(self.dequeue(shard, task, batch).await?.cards)
+    }
+
+    /// [`dequeue_ready`](Self::dequeue_ready), also saying when the shard's earliest entry left
+    /// comes due, in the same round trip: what a dispatch loop sleeps on.
+    pub async fn dequeue(
+        &self,
+        shard: u32,
+        task: TaskType,
+        batch: usize,
+    ) -> Result<Dequeued, QueueError> {
         if batch == 0 {
-            return Ok(Vec::new());
+            return Ok(Dequeued {
+                cards: Vec::new(),
+                next_due_in: Some(Duration::ZERO),
+            });
         }
         let key = self.keys.shard_queue(shard, task);
         let args = vec![
             Value::from(batch as i64),
             Value::from(lease_ms(self.settings.lease)),
         ];
-        let members: Vec<String> =
+        let answer: Vec<Value> =
             scripts::eval(&scripts::DEQUEUE, &self.pool, key.clone(), args).await?;
-        parse_members(&key, members)
+        let mut answer = answer.into_iter();
+        let members: Vec<String> = match answer.next() {
+            Some(due) => due.convert()?,
+            None => Vec::new(),
+        };
+        let next_due_in = answer
+            .next()
+            .and_then(|wait| wait.as_i64())
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(Duration::from_millis);
+        Ok(Dequeued {
+            cards: parse_members(&key, members)?,
+            next_due_in,
+        })
     }
 
     /// Puts `card` in the queue at `next_check_at` whether or not it is there (lifecycle).
@@ -149,6 +192,17 @@ impl PollingQueueManager {
                 let (k, o) = (key.as_str(), opt.clone());
                 let _: () = pipe.zadd(k, o, None, false, false, chunk.to_vec()).await?;
             }
+        }
+        // In the same round trip: wake the loops for the shards that got entries due soon.
+        let now = self.clock.now();
+        let soon: BTreeSet<u32> = entries
+            .iter()
+            .filter(|(_, at)| wake::due_soon(*at, now))
+            .map(|(card, _)| self.shard_of(*card))
+            .collect();
+        if let Some(message) = wake::shards_message(task, &soon) {
+            let channel = self.keys.render(&RedisKey::QueueWake);
+            let _: () = pipe.publish(channel, message).await?;
         }
         let _: Vec<Value> = pipe.all().await?;
         Ok(())

@@ -2,6 +2,7 @@
 //! pushed, drained by the scheduler before the shard queues.
 
 use super::score::{lease_ms, parse_members};
+use super::wake;
 use crate::{PollingQueueManager, QueueError, RedisKey, scripts};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
@@ -11,14 +12,7 @@ use std::collections::BTreeMap;
 impl PollingQueueManager {
     /// Pushes `card` on the manual list of `task` (operators); the scheduler drains it first.
     pub async fn enqueue_manual(&self, card: CardId, task: TaskType) -> Result<(), QueueError> {
-        let _: i64 = self
-            .pool
-            .rpush(
-                self.keys.render(&RedisKey::Manual { task }),
-                card.to_string(),
-            )
-            .await?;
-        Ok(())
+        self.enqueue_manual_many(&[card], task).await
     }
 
     /// Pushes many cards on the manual list of `task` (batch trigger), 1,000 per RPUSH, in one
@@ -37,6 +31,8 @@ impl PollingQueueManager {
             let members: Vec<String> = chunk.iter().map(CardId::to_string).collect();
             let _: () = pipe.rpush(key.as_str(), members).await?;
         }
+        let channel = self.keys.render(&RedisKey::QueueWake);
+        let _: () = pipe.publish(channel, wake::manual_message(task)).await?;
         let _: Vec<i64> = pipe.all().await?;
         Ok(())
     }

@@ -14,6 +14,7 @@ pub(crate) mod reconcile_progress;
 mod remove;
 mod reschedule;
 pub(crate) mod score;
+pub(crate) mod wake;
 
 /// Members per ZADD/ZREM command in batch operations (keeps each command small). Here, not in
 /// `manager`, so that the writers `manager` builds (`reschedule`) do not depend back on it.

@@ -1,14 +1,16 @@
 //! Group commit of the handlers' reschedules: the `ZADD XX` of concurrent polls go out as one
 //! pipeline of variadic `ZADD XX`, one command per queue key (see the `batch` crate).
 
-use super::CHUNK;
-use crate::{Keys, QueueError};
+use super::{CHUNK, wake};
+use crate::{Keys, QueueError, RedisKey};
 use batch::Batcher;
 use chrono::{DateTime, Utc};
-use domain::{CardId, Cause, TaskType};
+use domain::{CardId, Cause, Clock, TaskType};
 use fred::bytes::{Bytes, BytesMut};
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand, Value};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// One poll's reschedule.
 pub(crate) type Reschedule = (TaskType, CardId, DateTime<Utc>);
@@ -19,16 +21,21 @@ pub(crate) type Rescheduler = Batcher<Reschedule, Result<(), Cause>>;
 /// The most reschedules one pipeline carries.
 const RESCHEDULE_BATCH: usize = 2_000;
 
-/// The writer of one queue manager (its pool, key prefix and shard count).
-pub(crate) fn writer(pool: Pool, keys: Keys, shard_count: u32) -> Rescheduler {
+/// The writer of one queue manager (its pool, key prefix, shard count and clock).
+pub(crate) fn writer(
+    pool: Pool,
+    keys: Keys,
+    shard_count: u32,
+    clock: Arc<dyn Clock>,
+) -> Rescheduler {
     Batcher::new(
         "reschedule",
         RESCHEDULE_BATCH,
         move |entries: Vec<Reschedule>| {
-            let (pool, keys) = (pool.clone(), keys.clone());
+            let (pool, keys, now) = (pool.clone(), keys.clone(), clock.now());
             async move {
                 let n = entries.len();
-                match zadd_xx_many(&pool, &keys, shard_count, entries).await {
+                match zadd_xx_many(&pool, &keys, shard_count, entries, now).await {
                     Ok(()) => vec![Ok(()); n],
                     Err(error) => vec![Err(Cause::new(error)); n],
                 }
@@ -44,22 +51,29 @@ pub(crate) fn writer(pool: Pool, keys: Keys, shard_count: u32) -> Rescheduler {
 /// the member are written as decimal text into one buffer shared by the batch (digit by digit,
 /// not through `fmt`, and not as `Value::Integer`, which the protocol encoder sizes with two
 /// `log10` calls: the profile of the no-op cycle showed both); each argument is a slice of it.
-/// The rendered queue key is shared by every command of its queue.
+/// The rendered queue key is shared by every command of its queue. Entries due soon (a card
+/// handed back due now, a short retry) wake the dispatch loops in the same round trip.
 async fn zadd_xx_many(
     pool: &Pool,
     keys: &Keys,
     shard_count: u32,
     entries: Vec<Reschedule>,
+    now: DateTime<Utc>,
 ) -> Result<(), QueueError> {
     let shards = shard_count.max(1) as usize;
     // `[task * shards + shard]` -> the pairs (score, member) of that queue, in input order.
     let mut queues: Vec<Vec<Value>> = vec![Vec::new(); 4 * shards];
+    let mut soon: [BTreeSet<u32>; 4] = Default::default();
     let mut text = BytesMut::with_capacity(entries.len() * 15);
     for (task, card, at) in entries {
-        let queue = task.index() * shards + card.shard(shard_count) as usize;
+        let shard = card.shard(shard_count);
+        let queue = task.index() * shards + shard as usize;
         let Some(args) = queues.get_mut(queue) else {
             continue;
         };
+        if wake::due_soon(at, now) {
+            soon[task.index()].insert(shard);
+        }
         args.push(Value::Bytes(score_text(&mut text, at)));
         args.push(Value::Bytes(integer_text(&mut text, card.get())));
     }
@@ -77,6 +91,12 @@ async fn zadd_xx_many(
             args.push(Value::from_static_str("XX"));
             args.extend_from_slice(chunk);
             let _: () = pipe.custom(zadd.clone(), args).await?;
+        }
+    }
+    for (task, shards) in TaskType::ALL.into_iter().zip(&soon) {
+        if let Some(message) = wake::shards_message(task, shards) {
+            let channel = keys.render(&RedisKey::QueueWake);
+            let _: () = pipe.publish(channel, message).await?;
         }
     }
     let _: Vec<Value> = pipe.all().await?;

@@ -4,9 +4,9 @@
 //! its card back due now (the seed's rule). If the loop then dequeued again at once, a limit
 //! below the local pool would cycle the same cards through Redis as fast as it can answer
 //! (measured: ~1,700 commands a second for 5 polls a second). So before each dequeue the loop
-//! asks how many slots are free and takes no more cards than that; with none free it waits,
-//! asking again after a growing pause (10 ms doubling to 250 ms): a few commands a second per
-//! node and type, however many cards are due.
+//! asks how many slots are free and takes no more cards than that; with none free it waits
+//! until one of its own polls of the type finishes, or after a growing pause (10 ms doubling
+//! to 1 s) for another node's: about one question per poll, however many cards are due.
 
 //!
 //! The carrier budget is the other gate ([`DispatchBudget`]): with `CMP_GATEWAY_RATE_LIMIT`
@@ -17,6 +17,7 @@
 use polling_queue::{ConcurrencySemaphore, QueueError};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use domain::TaskType;
@@ -72,18 +73,26 @@ impl SlotRoom for ConcurrencySemaphore {
 }
 
 const PAUSE_FIRST: Duration = Duration::from_millis(10);
-const PAUSE_MAX: Duration = Duration::from_millis(250);
+const PAUSE_MAX: Duration = Duration::from_secs(1);
 
-/// `want` capped at the free cluster-wide slots of `task`, waiting while there are none.
-/// Answers 0 only on shutdown. A semaphore that cannot be read does not stop polling: the
-/// handlers' own acquire still enforces the limit.
+/// After a round the cluster-wide slots bounded, the loop waits for one of its polls to finish
+/// (or this long) before it asks again: the slots it just filled are not taken until its
+/// handlers start, and a question asked before would see them free.
+pub(crate) const SLOT_PAUSE: Duration = PAUSE_MAX;
+
+/// `want` capped at the free cluster-wide slots of `task`, waiting while there are none: until
+/// one of this node's polls of `task` finishes (`finished`: a slot is free now), or after a
+/// pause for another node's: 1 s while this node has polls of `task` running (`own_running`),
+/// else growing from 10 ms to 1 s. Answers 0 only on shutdown. A semaphore that cannot be read
+/// does not stop polling: the handlers' own acquire still enforces the limit.
 pub(crate) async fn cluster_room(
     semaphore: &impl SlotRoom,
     task: TaskType,
     want: usize,
+    (finished, own_running): (&Notify, bool),
     shutdown: &CancellationToken,
 ) -> usize {
-    let mut pause = PAUSE_FIRST;
+    let mut pause = if own_running { PAUSE_MAX } else { PAUSE_FIRST };
     loop {
         match semaphore.room(task).await {
             Ok(0) => {}
@@ -97,6 +106,7 @@ pub(crate) async fn cluster_room(
             .increment(1);
         tokio::select! {
             () = shutdown.cancelled() => return 0,
+            () = finished.notified() => {}
             () = tokio::time::sleep(pause) => pause = (pause * 2).min(PAUSE_MAX),
         }
     }

@@ -7,6 +7,7 @@ use polling_queue::QueueError;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -104,13 +105,62 @@ async fn a_full_cluster_pool_is_asked_again_after_a_growing_pause() {
     let full = std::iter::repeat_with(|| Ok(0)).take(8);
     let slots = Scripted::new(full.chain([Ok(3)]), || Ok(0));
     let start = Instant::now();
-    let room = cluster_room(&slots, T, 64, &CancellationToken::new()).await;
+    let room = cluster_room(
+        &slots,
+        T,
+        64,
+        (&Notify::new(), false),
+        &CancellationToken::new(),
+    )
+    .await;
     assert_eq!(room, 3, "no more cards than free slots");
-    // 10 ms doubling to 250 ms: 10, 20, 40, 80, 160, 250, 250, 250.
+    // 10 ms doubling to 1 s: 10, 20, 40, 80, 160, 320, 640, 1000.
     assert_eq!(
         slots.asked_at(start),
-        vec![0, 10, 30, 70, 150, 310, 560, 810, 1060]
+        vec![0, 10, 30, 70, 150, 310, 630, 1270, 2270]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_poll_of_this_node_finishing_asks_again_at_once() {
+    let slots = Arc::new(Scripted::new([Ok(0), Ok(0), Ok(0)], || Ok(2)));
+    let finished = Arc::new(Notify::new());
+    let start = Instant::now();
+    let wait = tokio::spawn({
+        let (slots, finished) = (slots.clone(), finished.clone());
+        async move {
+            cluster_room(
+                slots.as_ref(),
+                T,
+                64,
+                (&finished, false),
+                &CancellationToken::new(),
+            )
+            .await
+        }
+    });
+    // Asked at 0, 10 and 30 ms; the next pause would end at 70 ms.
+    tokio::time::sleep(Duration::from_millis(45)).await;
+    finished.notify_one();
+    assert_eq!(wait.await.unwrap(), 2);
+    assert_eq!(slots.asked_at(start), vec![0, 10, 30, 45]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_its_own_polls_running_a_node_waits_for_them_not_a_short_pause() {
+    let slots = Scripted::new([Ok(0), Ok(0), Ok(1)], || Ok(1));
+    let start = Instant::now();
+    let room = cluster_room(
+        &slots,
+        T,
+        64,
+        (&Notify::new(), true),
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(room, 1);
+    // No poll of its own finished in this test: another node's slot, looked for every second.
+    assert_eq!(slots.asked_at(start), vec![0, 1000, 2000]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -118,7 +168,14 @@ async fn unreadable_slots_do_not_stop_dequeuing_and_shutdown_ends_the_wait() {
     let slots = Scripted::new([Ok(0), Err(QueueError::Batch("down".into()))], || Ok(0));
     let start = Instant::now();
     assert_eq!(
-        cluster_room(&slots, T, 64, &CancellationToken::new()).await,
+        cluster_room(
+            &slots,
+            T,
+            64,
+            (&Notify::new(), false),
+            &CancellationToken::new()
+        )
+        .await,
         64
     );
     assert_eq!(start.elapsed(), Duration::from_millis(10));
@@ -127,7 +184,7 @@ async fn unreadable_slots_do_not_stop_dequeuing_and_shutdown_ends_the_wait() {
     let stop = CancellationToken::new();
     let wait = tokio::spawn({
         let (slots, stop) = (slots.clone(), stop.clone());
-        async move { cluster_room(slots.as_ref(), T, 64, &stop).await }
+        async move { cluster_room(slots.as_ref(), T, 64, (&Notify::new(), false), &stop).await }
     });
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert!(!wait.is_finished(), "a full pool is waited for");

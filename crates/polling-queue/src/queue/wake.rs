@@ -1,0 +1,271 @@
+//! `polling:queue:wake`: how a writer that makes cards due soon tells the dispatch loops of
+//! every node, so that a loop with nothing due sleeps until its shards' next entries instead of
+//! asking every shard every tick.
+//!
+//! A loop asks a shard again when the entry the shard's last dequeue named as its earliest
+//! comes due, and at the latest after [`WAKE_HORIZON`]. An entry written due sooner than that
+//! must wake the loops of its task: every writer of this crate publishes, in the round trip of
+//! the write when it can, `<task> <shard> <shard> …` for the shards that got an entry due within
+//! the horizon, and `<task> manual` when cards are pushed on the manual list. A loop that misses
+//! a message (its subscriber reconnected) is woken for every shard; a lost message costs at
+//! most one horizon of delay, never a card.
+
+use super::manager::PollingQueueManager;
+use crate::{QueueError, RedisKey};
+use chrono::{DateTime, Utc};
+use domain::TaskType;
+use fred::prelude::*;
+use fred::types::{Message, Value};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The longest a dispatch loop sleeps without asking a shard, and so how soon an entry must be
+/// due for its writer to publish a wake.
+pub const WAKE_HORIZON: Duration = Duration::from_secs(30);
+
+/// Whether an entry due at `at` must wake the loops (it may be due before they next ask).
+pub(crate) fn due_soon(at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    at <= now + chrono::Duration::from_std(WAKE_HORIZON).unwrap_or_default()
+}
+
+/// The message naming `shards` of `task` (`None` when there are none).
+pub(crate) fn shards_message(task: TaskType, shards: &BTreeSet<u32>) -> Option<String> {
+    if shards.is_empty() {
+        return None;
+    }
+    let mut msg = String::from(task.as_str());
+    for shard in shards {
+        let _ = write!(msg, " {shard}");
+    }
+    Some(msg)
+}
+
+/// The message announcing cards on the manual list of `task`.
+pub(crate) fn manual_message(task: TaskType) -> String {
+    format!("{task} manual")
+}
+
+/// The message waking every shard and the manual list of `task` (the initializer's writes).
+pub(crate) fn all_message(task: TaskType) -> String {
+    format!("{task} all")
+}
+
+/// What the loops of one node have been told and not yet taken, per task type.
+#[derive(Debug, Clone, Default)]
+pub struct Wakes {
+    inner: Arc<[TaskWake; 4]>,
+}
+
+#[derive(Debug, Default)]
+struct TaskWake {
+    notify: Notify,
+    pending: Mutex<Woken>,
+}
+
+/// What woke a loop since it last looked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Woken {
+    /// Every shard and the manual list.
+    pub all: bool,
+    /// Cards were pushed on the manual list.
+    pub manual: bool,
+    /// Shards that got entries due soon.
+    pub shards: BTreeSet<u32>,
+}
+
+impl Wakes {
+    /// Waits until something wakes the loop of `task` (at once if something did since the last
+    /// [`take`](Self::take)).
+    pub async fn notified(&self, task: TaskType) {
+        self.inner[task.index()].notify.notified().await;
+    }
+
+    /// What woke the loop of `task`, cleared.
+    pub fn take(&self, task: TaskType) -> Woken {
+        std::mem::take(&mut *lock(&self.inner[task.index()].pending))
+    }
+
+    /// Wakes every loop for every shard (a subscription (re)started: messages may be lost).
+    pub fn wake_all(&self) {
+        for task in TaskType::ALL {
+            self.wake(task, |w| w.all = true);
+        }
+    }
+
+    /// Applies one message; a message this version cannot read wakes its task entirely.
+    pub fn deliver(&self, message: &str) {
+        let mut words = message.split_ascii_whitespace();
+        let Some(task) = words.next().and_then(|t| t.parse::<TaskType>().ok()) else {
+            tracing::debug!(message, "queue wake for no known task type; ignored");
+            return;
+        };
+        let mut shards = BTreeSet::new();
+        let (mut manual, mut all) = (false, false);
+        for word in words {
+            match word {
+                "manual" => manual = true,
+                "all" => all = true,
+                n => match n.parse::<u32>() {
+                    Ok(shard) => {
+                        shards.insert(shard);
+                    }
+                    Err(_) => all = true,
+                },
+            }
+        }
+        self.wake(task, |w| {
+            w.all |= all;
+            w.manual |= manual;
+            w.shards.extend(shards);
+        });
+    }
+
+    fn wake(&self, task: TaskType, f: impl FnOnce(&mut Woken)) {
+        let slot = &self.inner[task.index()];
+        f(&mut lock(&slot.pending));
+        slot.notify.notify_one();
+    }
+}
+
+fn lock(m: &Mutex<Woken>) -> std::sync::MutexGuard<'_, Woken> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Publishes `messages` on `channel` in one round trip. A failed publish is logged, not
+/// returned: the write it follows has happened, and the loops find the entries within the
+/// horizon.
+pub(crate) async fn publish(pool: &Pool, channel: &str, messages: Vec<String>) {
+    if messages.is_empty() {
+        return;
+    }
+    let pipe = pool.next().pipeline();
+    for message in messages {
+        let queued: Result<(), _> = pipe.publish(channel, message).await;
+        if let Err(error) = queued {
+            tracing::debug!(%error, "queue wake not published; the loops ask within the horizon");
+            return;
+        }
+    }
+    let sent: Result<Vec<Value>, _> = pipe.all().await;
+    if let Err(error) = sent {
+        tracing::debug!(%error, "queue wake not published; the loops ask within the horizon");
+    }
+}
+
+impl PollingQueueManager {
+    /// Publishes `messages` on `polling:queue:wake` (see [`publish`]).
+    pub(crate) async fn publish_wakes(&self, messages: Vec<String>) {
+        publish(
+            &self.pool,
+            &self.keys.render(&RedisKey::QueueWake),
+            messages,
+        )
+        .await;
+    }
+
+    /// Subscribes to `polling:queue:wake` (a subscriber client built from the pool's Redis
+    /// config) and delivers every message to the returned [`Wakes`] until `shutdown`. The
+    /// subscription is active when this returns; after a reconnect every loop is woken.
+    pub async fn listen_wakes(&self, shutdown: CancellationToken) -> Result<Wakes, QueueError> {
+        let client = self.pool.next();
+        let policy = client
+            .client_reconnect_policy()
+            .unwrap_or_else(|| ReconnectPolicy::new_exponential(0, 100, 5_000, 2));
+        let subscriber = Builder::from_config(client.client_config())
+            .with_connection_config(|c| *c = client.connection_config().clone())
+            .with_performance_config(|p| *p = client.perf_config())
+            .set_policy(policy)
+            .build_subscriber_client()?;
+        subscriber.init().await?;
+        let _resubscriber = subscriber.manage_subscriptions();
+        let mut messages = subscriber.message_rx();
+        let mut reconnects = subscriber.reconnect_rx();
+        subscriber
+            .subscribe(self.keys.render(&RedisKey::QueueWake))
+            .await?;
+        let wakes = Wakes::default();
+        let delivered = wakes.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    msg = messages.recv() => match msg {
+                        Ok(Message { value, .. }) => match value.as_str() {
+                            Some(text) => delivered.deliver(&text),
+                            None => delivered.wake_all(),
+                        },
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => delivered.wake_all(),
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                            tracing::warn!("queue wake channel closed; loops ask every shard within the horizon");
+                            break;
+                        }
+                    },
+                    r = reconnects.recv() => {
+                        if r.is_err() {
+                            break;
+                        }
+                        delivered.wake_all();
+                    }
+                }
+            }
+            if let Err(error) = subscriber.quit().await {
+                tracing::debug!(%error, "queue wake subscriber quit");
+            }
+        });
+        Ok(wakes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_wake_their_task_with_what_they_name() {
+        let wakes = Wakes::default();
+        let mut shards = BTreeSet::new();
+        shards.extend([3, 7]);
+        let msg = shards_message(TaskType::Carddata, &shards).expect("shards");
+        assert_eq!(msg, "carddata 3 7");
+        wakes.deliver(&msg);
+        wakes.deliver(&manual_message(TaskType::Carddata));
+        wakes.deliver("realname 12");
+        wakes.deliver("nonsense 1");
+        let woken = wakes.take(TaskType::Carddata);
+        assert_eq!(
+            woken,
+            Woken {
+                all: false,
+                manual: true,
+                shards,
+            }
+        );
+        assert_eq!(
+            wakes.take(TaskType::Carddata),
+            Woken::default(),
+            "taken once"
+        );
+        assert_eq!(wakes.take(TaskType::Realname).shards.len(), 1);
+        wakes.deliver(&all_message(TaskType::Protect));
+        wakes.deliver("package x");
+        assert!(wakes.take(TaskType::Protect).all);
+        assert!(
+            wakes.take(TaskType::Package).all,
+            "unreadable shard: everything"
+        );
+        assert_eq!(shards_message(TaskType::Package, &BTreeSet::new()), None);
+    }
+
+    #[test]
+    fn only_entries_within_the_horizon_wake() {
+        let now = Utc::now();
+        assert!(due_soon(now, now));
+        assert!(due_soon(now + chrono::Duration::seconds(30), now));
+        assert!(!due_soon(now + chrono::Duration::seconds(31), now));
+        assert!(due_soon(now - chrono::Duration::hours(1), now));
+    }
+}
