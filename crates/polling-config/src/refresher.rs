@@ -31,18 +31,7 @@ impl PollingConfigManager {
         period: Duration,
         shutdown: CancellationToken,
     ) -> Result<JoinHandle<()>, ConfigError> {
-        let client = self.inner.pool.next();
-        let policy = client
-            .client_reconnect_policy()
-            .unwrap_or_else(|| ReconnectPolicy::new_exponential(0, 100, 5_000, 2));
-        let subscriber = Builder::from_config(client.client_config())
-            .with_connection_config(|c| *c = client.connection_config().clone())
-            .with_performance_config(|p| *p = client.perf_config())
-            .set_policy(policy)
-            .build_subscriber_client()?;
-        subscriber.init().await?;
-        // Re-subscribes after a reconnect; ends with the client.
-        let _resubscriber = subscriber.manage_subscriptions();
+        let subscriber = polling_queue::subscriber(&self.inner.pool).await?;
         let messages = subscriber.message_rx();
         let channel = self.inner.keys.render(&RedisKey::ConfigsChanged);
         subscriber.subscribe(channel).await?;

@@ -27,6 +27,7 @@ mod limit;
 mod lock;
 mod observation;
 mod protect;
+mod pubsub;
 mod queue;
 mod scripts;
 mod server_clock;
@@ -51,6 +52,7 @@ pub use observation::stats::{
     HOURLY_RETENTION, HourlyCounts, TaskCounters, TaskOutcome, TaskStats,
 };
 pub use protect::{ProtectKeys, ProtectState};
+pub use pubsub::subscriber;
 pub use queue::align::Aligned;
 pub use queue::check::ScanStep;
 pub use queue::init::{FirstEntries, InitWriter};

@@ -5,12 +5,9 @@
 mod common;
 
 use chrono::Utc;
-use common::{Behaviour, Recorder, settings, wait_until};
+use common::{Behaviour, Recorder, queue_on, settings, wait_until};
 use domain::{CardId, SystemClock, TaskType};
-use polling_queue::{
-    ConcurrencySemaphore, Keys, PollingQueueManager, QueueSettings, SemaphoreSettings,
-    SingletonLease,
-};
+use polling_queue::{ConcurrencySemaphore, Keys, PollingQueueManager, SemaphoreSettings};
 use scheduler::Scheduler;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,21 +20,6 @@ use tokio_util::sync::CancellationToken;
 const GOAL_PER_SEC: f64 = 50.0;
 /// How long the commands are counted.
 const WINDOW: Duration = Duration::from_secs(3);
-
-async fn queue_on(server: &PrivateRedis) -> anyhow::Result<(PollingQueueManager, SingletonLease)> {
-    let pool = server.redis.pool().await?;
-    let keys = Keys::new(server.redis.prefix.clone());
-    let queue = PollingQueueManager::new(
-        pool.clone(),
-        keys.clone(),
-        QueueSettings {
-            shard_count: 16,
-            lease: Duration::from_secs(300),
-        },
-        Arc::new(SystemClock),
-    );
-    Ok((queue, SingletonLease::new(pool, keys)))
-}
 
 /// The worker's settings but for the pool size: tick 100 ms, the due backlog gauge every 10 s.
 fn worker_settings() -> scheduler::SchedulerSettings {
@@ -59,7 +41,7 @@ async fn commands_per_sec(server: &PrivateRedis) -> anyhow::Result<f64> {
 async fn an_idle_node_asks_redis_almost_nothing_and_still_polls_what_comes_due()
 -> anyhow::Result<()> {
     let server = PrivateRedis::start().await?;
-    let (queue, leases) = queue_on(&server).await?;
+    let (queue, leases) = queue_on(&server.redis).await?;
     // 500 cards of every type, none due for an hour.
     let later = Utc::now() + chrono::Duration::hours(1);
     let entries: Vec<_> = (1..=500).map(|i| (CardId(i), later)).collect();
@@ -173,7 +155,7 @@ impl TaskHandler for SlotHandler {
 async fn a_node_throttled_by_the_cluster_limit_waits_for_its_slot_without_asking()
 -> anyhow::Result<()> {
     let server = PrivateRedis::start().await?;
-    let (queue, leases) = queue_on(&server).await?;
+    let (queue, leases) = queue_on(&server.redis).await?;
     let semaphore = ConcurrencySemaphore::new(
         server.redis.pool().await?,
         Keys::new(server.redis.prefix.clone()),

@@ -171,17 +171,7 @@ impl PollingQueueManager {
     /// config) and delivers every message to the returned [`Wakes`] until `shutdown`. The
     /// subscription is active when this returns; after a reconnect every loop is woken.
     pub async fn listen_wakes(&self, shutdown: CancellationToken) -> Result<Wakes, QueueError> {
-        let client = self.pool.next();
-        let policy = client
-            .client_reconnect_policy()
-            .unwrap_or_else(|| ReconnectPolicy::new_exponential(0, 100, 5_000, 2));
-        let subscriber = Builder::from_config(client.client_config())
-            .with_connection_config(|c| *c = client.connection_config().clone())
-            .with_performance_config(|p| *p = client.perf_config())
-            .set_policy(policy)
-            .build_subscriber_client()?;
-        subscriber.init().await?;
-        let _resubscriber = subscriber.manage_subscriptions();
+        let subscriber = crate::subscriber(&self.pool).await?;
         let mut messages = subscriber.message_rx();
         let mut reconnects = subscriber.reconnect_rx();
         subscriber

@@ -91,6 +91,12 @@ pub fn settings(pool: usize) -> SchedulerSettings {
 
 pub async fn world() -> anyhow::Result<(TestRedis, PollingQueueManager, SingletonLease)> {
     let redis = TestRedis::new().await?;
+    let (queue, leases) = queue_on(&redis).await?;
+    Ok((redis, queue, leases))
+}
+
+/// 16 shards, a 300 s lease, on `redis`'s key space.
+pub async fn queue_on(redis: &TestRedis) -> anyhow::Result<(PollingQueueManager, SingletonLease)> {
     let pool = redis.pool().await?;
     let keys = Keys::new(redis.prefix.clone());
     let queue = PollingQueueManager::new(
@@ -102,7 +108,7 @@ pub async fn world() -> anyhow::Result<(TestRedis, PollingQueueManager, Singleto
         },
         Arc::new(SystemClock),
     );
-    Ok((redis, queue, SingletonLease::new(pool, keys)))
+    Ok((queue, SingletonLease::new(pool, keys)))
 }
 
 pub async fn seed_due(queue: &PollingQueueManager, task: TaskType, n: i64) -> anyhow::Result<()> {
