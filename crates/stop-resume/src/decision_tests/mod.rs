@@ -8,7 +8,6 @@ use domain::{
     NetworkStatus::{Online, Stopped},
     NewCard, NewPackageUsage, PackageStatus, PackageUsageId,
     RealNameStatus::{NotVerified, Verified},
-    ResetCycle,
     StopReason::{Manual, NoPackage, NotRealname, Protect, TrafficExhausted},
 };
 use rust_decimal_macros::dec;
@@ -57,24 +56,16 @@ fn bound(c: Card) -> Card {
 }
 
 fn pkg(owner: PackageOwner, limit: Option<Decimal>, used: Decimal) -> PackageUsage {
-    PackageUsage {
-        id: PackageUsageId(1),
-        spec: NewPackageUsage {
-            owner,
-            package_id: None,
-            external_id: None,
-            status: PackageStatus::Active,
-            data_limit_mb: limit,
-            virtual_ratio: Decimal::ONE,
-            used_mb: used,
-            activate_on_realname: false,
-            activated_at: Some(now() - Duration::days(1)),
-            expires_at: Some(now() + Duration::days(29)),
-            reset_cycle: ResetCycle::None,
-            next_reset_at: None,
-        },
-        created_at: now() - Duration::days(1),
-    }
+    let bought = now() - Duration::days(1);
+    NewPackageUsage::active(
+        owner,
+        limit,
+        Decimal::ONE,
+        used,
+        bought,
+        now() + Duration::days(29),
+    )
+    .stored(PackageUsageId(1), bought)
 }
 
 fn own(limit: Option<Decimal>, used: Decimal) -> PackageUsage {

@@ -10,8 +10,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use domain::store::Page;
 use domain::{
     Card, CardId, CardStateLog, CarrierPackage, DeviceId, Intervals, ManualClock, Megabytes,
-    NetworkStatus, NewDevice, NewPackageUsage, PackageOwner, PackageStatus, PackageUsage,
-    PollingConfigInput, RealNameStatus, ResetCycle, StopReason, TaskType,
+    NetworkStatus, NewDevice, NewPackageUsage, PackageOwner, PackageUsage, PollingConfigInput,
+    RealNameStatus, StopReason, TaskType,
 };
 use domain::{CarrierAccount, CarrierId, CarrierLimits, CarrierProtocol, Credentials};
 use fred::clients::Pool;
@@ -345,20 +345,15 @@ impl World {
         limit: Option<Megabytes>,
         used: Megabytes,
     ) -> NewPackageUsage {
-        NewPackageUsage {
+        let bought = self.now() - Duration::days(1);
+        NewPackageUsage::active(
             owner,
-            package_id: None,
-            external_id: None,
-            status: PackageStatus::Active,
-            data_limit_mb: limit,
-            virtual_ratio: Decimal::ONE,
-            used_mb: used,
-            activate_on_realname: false,
-            activated_at: Some(self.now() - Duration::days(1)),
-            expires_at: Some(self.now() + Duration::days(30)),
-            reset_cycle: ResetCycle::None,
-            next_reset_at: None,
-        }
+            limit,
+            Decimal::ONE,
+            used,
+            bought,
+            bought + Duration::days(31),
+        )
     }
 
     pub async fn add_package(&self, p: NewPackageUsage) -> PackageUsage {
