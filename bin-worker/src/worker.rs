@@ -66,9 +66,14 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
+    // The queries of concurrent polls of a batch-capable carrier go as one call per batch.
+    let batching = Arc::new(gateway::BatchingGateway::new(
+        carriers.clone(),
+        c.settings.batch_linger,
+    ));
     let gateway: Arc<dyn gateway::CarrierGateway> =
         Arc::new(admin::gateway_counts::CountingGateway::new(
-            carriers.clone(),
+            batching,
             polling_queue::RecentCounters::new(c.core.redis.clone(), c.core.keys.clone()),
             c.core.clock.clone(),
         ));

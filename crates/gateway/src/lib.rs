@@ -10,11 +10,13 @@
 //! no Redis, no database, no crate of ours but `domain`. Callers decide what to do from
 //! [`GatewayError`]'s kind, never from a message.
 
+mod batching;
 pub mod carriers;
 mod client;
 mod error;
 pub mod protocol;
 
+pub use batching::BatchingGateway;
 pub use client::{GatewayConfig, HttpGateway, RetryPolicy};
 pub use error::{AnswerFault, GatewayError};
 

@@ -84,6 +84,10 @@ pub struct Settings {
     /// `CMP_GATEWAY_RATE_LIMITS` (default empty): per-carrier overrides of the rate,
     /// `carrier_id=per_second` separated by commas, e.g. `1=200,2=50` (0 = no limit).
     pub gateway_rate_limits: BTreeMap<i64, u32>,
+    /// `CMP_BATCH_LINGER_MS` (default 20; 0 = send what has gathered at once): how long a
+    /// real-name, usage or network-status query of a carrier whose protocol answers several
+    /// cards a call waits for company before its batch call goes.
+    pub batch_linger: Duration,
     /// `CMP_CHECK_INTERVAL_SECS` (default 21600 = 6 h; 0 = off): how often one worker of the
     /// cluster runs the queue check (`cmp-worker check`, reporting only) and exports its counts.
     pub check_interval: Duration,
@@ -132,6 +136,7 @@ impl Settings {
             gateway_timeout: src.duration("CMP_GATEWAY_TIMEOUT_MS", 5000, 1..=600_000)?,
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
             gateway_rate_limits: src.rate_limits("CMP_GATEWAY_RATE_LIMITS")?,
+            batch_linger: src.duration("CMP_BATCH_LINGER_MS", 20, 0..=10_000)?,
             check_interval: src.duration("CMP_CHECK_INTERVAL_SECS", 21_600, 0..=7 * 86_400)?,
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
             log_filter: src.string(

@@ -117,3 +117,16 @@ fn toml_file_fills_in_and_environment_wins() {
     assert!(err.to_string().starts_with("CMP_CONFIG="));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_batch_linger_defaults_to_20_ms_and_a_bad_one_names_the_variable() {
+    let default = Settings::from_source(&env(&[])).expect("valid");
+    assert_eq!(default.batch_linger, Duration::from_millis(20));
+    let off = Settings::from_source(&env(&[("CMP_BATCH_LINGER_MS", "0")])).expect("valid");
+    assert_eq!(off.batch_linger, Duration::ZERO);
+    for bad in ["-1", "fast", "10001"] {
+        let err =
+            Settings::from_source(&env(&[("CMP_BATCH_LINGER_MS", bad)])).expect_err("must fail");
+        assert!(err.to_string().starts_with("CMP_BATCH_LINGER_MS="), "{err}");
+    }
+}

@@ -38,6 +38,8 @@ pub const PACKAGE_SECS: i64 = 3600;
 pub const PROTECT_SECS: i64 = 120;
 /// `CMP_RETRY_INTERVAL_SECS` of the world.
 pub const RETRY_SECS: i64 = 60;
+/// How long a query of a batch-capable carrier waits for company (`CMP_BATCH_LINGER_MS`).
+pub const BATCH_LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// 2026-04-02 10:00 in Shanghai: the seed's "today".
 pub fn t0() -> DateTime<Utc> {
@@ -154,7 +156,8 @@ impl World {
     }
 
     /// A world whose cards (carrier 1) are served through the [`CarrierRouter`] by the adapter
-    /// of `protocol`, configured with `account` (the sim's default account unless changed).
+    /// of `protocol`, configured with `account` (the sim's default account unless changed), with
+    /// batched dispatch on (a protocol with batch calls answers concurrent polls together).
     pub async fn for_carrier(
         protocol: CarrierProtocol,
         change: impl FnOnce(&mut CarrierAccount),
@@ -176,7 +179,8 @@ impl World {
                 "adapter builds: {refused:?}"
             );
             slot = Some(router.clone());
-            router
+            // As a worker node wires it: concurrent polls' queries go in batch calls.
+            Arc::new(gateway::BatchingGateway::new(router, BATCH_LINGER))
         })
         .await;
         (w, slot.expect("router built"))
