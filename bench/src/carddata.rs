@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 const WARM_UP: Duration = Duration::from_secs(3);
+/// How the end-to-end row's label starts (the batched scenario looks it up).
+pub(crate) const ROW_PREFIX: &str = "carddata end to end";
 const INTERVAL_SECS: u32 = 10;
 
 pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Vec<Row>> {
@@ -135,7 +137,7 @@ pub(crate) async fn run(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<
     println!("  PostgreSQL single-row durable UPDATE, 8 connections: {reference:.0}/s");
     let _ = db.close().await;
     let row = Row::new(
-        format!("carddata end to end, {} cards, {} s", fmt_num(cards as f64), window.as_secs()),
+        format!("{ROW_PREFIX}, {} cards, {} s", fmt_num(cards as f64), window.as_secs()),
         checks,
         "checks/s",
         Some((reference, "durable 1-row UPDATEs/s, 8 conns")),

@@ -7,6 +7,7 @@
 //! the Redis key prefix `bench:` on `CMP_BENCH_REDIS_URL` (which may name a database index,
 //! `redis://127.0.0.1:6379/3`), cleaned before and after. It never touches other keys.
 
+mod batched;
 mod capacity;
 mod carddata;
 mod cluster;
@@ -87,6 +88,7 @@ enum Scenario {
     Dequeue,
     Cycle,
     Carddata,
+    Batched,
     Handlers,
     Fleet,
     Idle,
@@ -118,6 +120,7 @@ impl Sizes {
             vec![
                 Scenario::Cycle,
                 Scenario::Carddata,
+                Scenario::Batched,
                 Scenario::Handlers,
                 Scenario::Initializer,
                 Scenario::Dequeue,
@@ -174,7 +177,7 @@ async fn main() -> anyhow::Result<()> {
     for scenario in sizes.scenarios.clone() {
         println!("== {scenario:?}");
         let t = Instant::now();
-        match run(&env, scenario, &sizes).await {
+        match run(&env, scenario, &sizes, &rows).await {
             Ok(mut r) => rows.append(&mut r),
             Err(e) => {
                 eprintln!("{scenario:?} failed: {e:#}");
@@ -231,8 +234,22 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(env: &env::BenchEnv, scenario: Scenario, s: &Sizes) -> anyhow::Result<Vec<Row>> {
+/// `done`: the rows of the scenarios run before (the batched scenario compares itself with the
+/// per-card carddata figure of the same run).
+async fn run(
+    env: &env::BenchEnv,
+    scenario: Scenario,
+    s: &Sizes,
+    done: &[Row],
+) -> anyhow::Result<Vec<Row>> {
     match scenario {
+        Scenario::Batched => {
+            let per_card = done
+                .iter()
+                .find(|r| r.scenario.starts_with(carddata::ROW_PREFIX) && r.met.is_some())
+                .map(|r| r.figure);
+            batched::run(env, s, per_card).await
+        }
         Scenario::Initializer => initializer::run(env, s.cards).await,
         Scenario::Dequeue => dequeue::run(env, s.dequeue_members, s.dequeue_rounds).await,
         Scenario::Cycle => cycle::run(env, s.cards, Duration::from_secs(s.cycle_window_secs)).await,

@@ -6,9 +6,11 @@
 
 use crate::probes::{Counting, TimedGateway};
 use anyhow::Context;
+use domain::CarrierAccount;
 use domain::{Clock, TaskType};
 use fred::prelude::Pool;
-use gateway::{GatewayConfig, HttpGateway};
+use gateway::carriers::{AdapterContext, CarrierRouter};
+use gateway::{BatchingGateway, GatewayConfig, HttpGateway};
 use polling_config::PollingConfigManager;
 use polling_queue::{
     CardCache, ConcurrencySemaphore, Keys, PollingQueueManager, QueueSettings, RedisRateLimiter,
@@ -35,6 +37,13 @@ pub(crate) struct Worker {
     pub(crate) scheduler: Scheduler,
 }
 
+/// The carriers configured on a node (`tb_carrier`) and its `CMP_BATCH_LINGER_MS`.
+#[derive(Default)]
+pub(crate) struct Carriers {
+    pub(crate) accounts: Vec<CarrierAccount>,
+    pub(crate) linger: Duration,
+}
+
 /// Wires a worker node over `stores` and `redis` (keys under `keys`), polling the gateway at
 /// `gateway_url`, with the scheduler `settings`.
 pub(crate) async fn wire(
@@ -42,6 +51,27 @@ pub(crate) async fn wire(
     redis: &Pool,
     keys: &Keys,
     gateway_url: String,
+    clock: Arc<dyn Clock>,
+    settings: SchedulerSettings,
+) -> anyhow::Result<Worker> {
+    wire_carriers(
+        stores,
+        redis,
+        keys,
+        (gateway_url, Carriers::default()),
+        clock,
+        settings,
+    )
+    .await
+}
+
+/// As [`wire`], with `carriers` configured: each card's calls go to its carrier's adapter,
+/// through the batched dispatch, as `cmp-worker run` routes them.
+pub(crate) async fn wire_carriers(
+    stores: &store::Stores,
+    redis: &Pool,
+    keys: &Keys,
+    (gateway_url, carriers): (String, Carriers),
     clock: Arc<dyn Clock>,
     settings: SchedulerSettings,
 ) -> anyhow::Result<Worker> {
@@ -54,11 +84,15 @@ pub(crate) async fn wire(
     );
     core.configs.start().await.context("load polling configs")?;
     let Core { queue, configs, .. } = core.clone();
-    let limiter = RedisRateLimiter::new(redis.clone(), keys.clone());
-    let http = HttpGateway::new(GatewayConfig::new(gateway_url), Some(Arc::new(limiter)))
+    let limiter = Arc::new(RedisRateLimiter::new(redis.clone(), keys.clone()));
+    let http = HttpGateway::new(GatewayConfig::new(gateway_url), Some(limiter.clone()))
         .context("gateway client")?;
+    let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, clock.clone()).with_limiter(limiter);
+    let router = Arc::new(CarrierRouter::new(Arc::new(http), ctx));
+    let refused = router.apply(carriers.accounts);
+    anyhow::ensure!(refused.is_empty(), "carrier adapters refused: {refused:?}");
     let timed = Arc::new(TimedGateway {
-        inner: Arc::new(http),
+        inner: Arc::new(BatchingGateway::new(router, carriers.linger)),
         timing: Default::default(),
     });
     let gateway: Arc<dyn gateway::CarrierGateway> = timed.clone();
