@@ -122,6 +122,99 @@ async fn a_worker_polls_through_onelink_follows_a_credentials_change_and_logs_no
     Ok(())
 }
 
+/// The megabytes recorded for the card (`tb_data_usage_record`).
+async fn recorded_mb(w: &World, card: domain::CardId) -> anyhow::Result<rust_decimal::Decimal> {
+    use sea_orm::ConnectionTrait;
+    let row = w
+        .env
+        .db
+        .conn
+        .query_one_raw(sea_orm::Statement::from_sql_and_values(
+            sea_orm::DatabaseBackend::Postgres,
+            "SELECT COALESCE(SUM(delta_mb), 0) AS s FROM tb_data_usage_record WHERE iot_card_id = $1",
+            [card.get().into()],
+        ))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no sum"))?;
+    Ok(row.try_get::<rust_decimal::Decimal>("", "s")?)
+}
+
+/// kill -9 of a worker whose batch calls are in flight: the cards of those batches come due
+/// again when their lease ends, another worker polls them, and every card's usage is counted
+/// once (the recorded megabytes equal the carrier's month total).
+#[tokio::test]
+async fn a_worker_killed_mid_batch_loses_no_card_and_counts_usage_once() -> anyhow::Result<()> {
+    let w = world(60, 3600, 5).await?;
+    let account = SimAccount::default_for(CarrierProtocol::OneLink);
+    let creds = account
+        .credentials
+        .iter()
+        .fold(Credentials::new(), |c, (k, v)| c.with(k, v));
+    w.stores.carriers.insert(&onelink(&w, creds)).await?;
+    w.all_due_now().await?;
+    // The platform answers after 3 s: the batches are in flight when the worker dies.
+    w.sim
+        .state()
+        .set_faults(gateway_sim::FaultsPatch {
+            latency_ms: Some(3000),
+            ..Default::default()
+        })
+        .map_err(anyhow::Error::msg)?;
+    let settings = [
+        ("CMP_GATEWAY_URL", "http://127.0.0.1:9"),
+        ("CMP_LEASE_SECS", "3"),
+        ("CMP_BATCH_LINGER_MS", "50"),
+    ];
+    let mut first = spawn_worker(&w, &settings)?;
+    let in_flight = eventually(Duration::from_secs(60), || async {
+        Ok(w.sim_calls("usage") >= 1)
+    })
+    .await?;
+    assert!(in_flight, "a usage batch reached the carrier");
+    first.start_kill()?;
+    first.wait().await?;
+    let asked = w.sim_calls("usage");
+    assert!(
+        asked < w.cards.len() as u64 / 2,
+        "batched: {asked} usage calls for {} cards",
+        w.cards.len()
+    );
+
+    w.sim
+        .state()
+        .set_faults(gateway_sim::FaultsPatch {
+            latency_ms: Some(0),
+            ..Default::default()
+        })
+        .map_err(anyhow::Error::msg)?;
+    let mut second = spawn_worker(&w, &settings)?;
+    let all_written = eventually(Duration::from_secs(90), || async {
+        for (i, card) in w.cards.iter().enumerate() {
+            let c = w.stores.cards.get(*card).await?;
+            let total = w.sim.state().card(&iccid(i)).map(|s| s.month_total_mb);
+            if c.map(|c| c.usage.current_month_usage_mb) != total
+                || total.is_none_or(|t| t.is_zero())
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
+    .await?;
+    assert!(all_written, "every card polled after the kill");
+    assert!(terminate(&mut second).await?.success());
+    for (i, card) in w.cards.iter().enumerate() {
+        let total = w.sim.state().card(&iccid(i)).map(|s| s.month_total_mb);
+        assert_eq!(
+            Some(recorded_mb(&w, *card).await?),
+            total,
+            "card {card:?}: counted once"
+        );
+    }
+    assert!(all_queued(&w).await?, "every card in each of its queues");
+    Ok(())
+}
+
 fn tempfile_path(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("{}-{name}", std::process::id()))
 }
