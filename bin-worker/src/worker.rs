@@ -114,7 +114,7 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
         },
     )
     .with_semaphore(deps.semaphore.clone())
-    .with_budget(Arc::new(GatewayBudget(http)))
+    .with_budget(Arc::new(GatewayBudget::new(http, carriers.clone())))
     .with_job(Box::new(ActivationCheck(jobs.clone())))
     .with_job(Box::new(DataReset(jobs)));
     let scheduler = admin::jobs::periodic_jobs(

@@ -32,6 +32,7 @@ use tracing::{debug, warn};
 
 mod budget;
 mod retry;
+pub use budget::{DispatchRoom, Paced};
 pub use retry::RetryPolicy;
 
 /// Settings of the client; `CMP_GATEWAY_URL`, `CMP_GATEWAY_TIMEOUT_MS`,

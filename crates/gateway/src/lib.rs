@@ -17,7 +17,7 @@ mod error;
 pub mod protocol;
 
 pub use batching::BatchingGateway;
-pub use client::{GatewayConfig, HttpGateway, RetryPolicy};
+pub use client::{DispatchRoom, GatewayConfig, HttpGateway, Paced, RetryPolicy};
 pub use error::{AnswerFault, GatewayError};
 
 #[cfg(any(test, feature = "mock"))]

@@ -19,6 +19,6 @@ mod type_loop;
 mod upkeep;
 
 pub use dispatch::{Scheduler, SchedulerSettings, ShutdownReport};
-pub use gate::DispatchBudget;
+pub use gate::{BUDGET_PAUSE, BUDGET_PAUSE_MAX, DispatchBudget};
 pub use periodic::{BoxError, PeriodicJob};
 pub use pools::PoolSizes;

@@ -7,7 +7,7 @@
 //! did not change keeps its adapter (and so its token and connections).
 
 use super::{AdapterContext, build_adapter};
-use crate::{CarrierGateway, GatewayError};
+use crate::{CarrierGateway, GatewayError, Paced};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::CarrierPackage;
@@ -36,6 +36,8 @@ struct Tally {
     last_error: Option<String>,
     calls_ok: u64,
     calls_failed: u64,
+    /// The last call of any outcome, ours refused included (what the dispatch paces by).
+    last_called_at: Option<DateTime<Utc>>,
 }
 
 /// Routes every call to its carrier's adapter.
@@ -193,10 +195,40 @@ impl CarrierRouter {
         out
     }
 
+    /// The enabled configured carriers with a rate that were called within `within`: what the
+    /// dispatch loop paces itself by ([`crate::HttpGateway::dispatch_room_with`]). `batched`:
+    /// the polls in question are queries the batched dispatch gathers (real-name, usage), so
+    /// one call carries up to the adapter's batch size.
+    pub fn paced(&self, within: Duration, batched: bool) -> Vec<Paced> {
+        let since = self.ctx.clock.now() - chrono::Duration::from_std(within).unwrap_or_default();
+        let routes = self.routes();
+        let tallies = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+        routes
+            .values()
+            .filter(|r| r.account.enabled && r.account.limits.rate_limit_per_sec > 0)
+            .filter(|r| {
+                tallies
+                    .get(&r.account.carrier_id)
+                    .and_then(|t| t.last_called_at)
+                    .is_some_and(|at| at >= since)
+            })
+            .map(|r| Paced {
+                carrier: r.account.carrier_id,
+                rate: r.account.limits.rate_limit_per_sec,
+                cards_per_call: if batched {
+                    r.adapter.batch_size(r.account.carrier_id).max(1)
+                } else {
+                    1
+                },
+            })
+            .collect()
+    }
+
     fn tally<T>(&self, carrier: CarrierId, res: &Result<T, GatewayError>) {
         let now = self.ctx.clock.now();
         let mut tallies = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
         let t = tallies.entry(carrier).or_default();
+        t.last_called_at = Some(now);
         match res {
             // The carrier answered: not knowing a card is an answer.
             Ok(_) | Err(GatewayError::NotFound | GatewayError::MissingFromBatch) => {

@@ -2,10 +2,12 @@
 //! budget is booked no further than a short horizon ahead.
 //!
 //! The queues are per task type, not per carrier, so the loop cannot tell whose budget a card
-//! will spend before it reads the card. It asks for the carriers this client called in the
-//! last minute and takes the smallest room: with carriers of very different quotas, the
-//! slowest paces the dequeue of the others while its budget is booked up (the cost of one
-//! queue per type; carrier-sharded queues would lift it).
+//! will spend before it reads the card. It asks for the carriers called in the last minute
+//! (by this client, and the configured carriers the caller names, see [`Paced`]) and takes the
+//! smallest room: with carriers of very different quotas, the slowest paces the dequeue of the
+//! others while its budget is booked up (the cost of one queue per type; carrier-sharded queues
+//! would lift it). A call of a batch-capable carrier carries up to `cards_per_call` cards, so
+//! its free calls make that many times the room.
 
 use super::HttpGateway;
 use domain::CarrierId;
@@ -58,6 +60,24 @@ impl Seen {
     }
 }
 
+/// A carrier budget the dispatch paces itself by: the bucket of `carrier` (cluster-wide, one
+/// slot per call), its rate, and how many cards one call of the polls in question carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paced {
+    pub carrier: CarrierId,
+    pub rate: u32,
+    pub cards_per_call: usize,
+}
+
+/// What the budget lets the dispatch start: `cards` polls now; with none, `free_in` is how long
+/// until the fullest bucket has a slot within the horizon again (the loop sleeps that long
+/// instead of asking again and again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchRoom {
+    pub cards: usize,
+    pub free_in: Duration,
+}
+
 impl HttpGateway {
     /// Polls the dispatch loop just handed to the handlers: until their queries reserve (or
     /// a second passes) they count against [`dispatch_room`](Self::dispatch_room).
@@ -73,34 +93,77 @@ impl HttpGateway {
     /// yet. `None` when no limit applies (no limiter or no rate set, or the limiter cannot
     /// answer: the calls themselves still reserve, failing open as they do).
     pub async fn dispatch_room(&self, horizon: Duration) -> Option<usize> {
+        self.dispatch_room_with(horizon, &[])
+            .await
+            .map(|room| room.cards)
+    }
+
+    /// As [`dispatch_room`](Self::dispatch_room), also paced by `configured`: the carriers
+    /// whose adapters reserve from the same limiter (the carrier router's accounts called
+    /// lately), each free call counting `cards_per_call` cards.
+    pub async fn dispatch_room_with(
+        &self,
+        horizon: Duration,
+        configured: &[Paced],
+    ) -> Option<DispatchRoom> {
         let limiter = self.limiter.as_ref()?;
         let pending = self.seen.pending();
-        let carriers = self.seen.recent();
-        if carriers.is_empty() {
+        let mut paced: Vec<Paced> = self
+            .seen
+            .recent()
+            .into_iter()
+            .map(|carrier| Paced {
+                carrier,
+                rate: self.rate_of(carrier),
+                cards_per_call: 1,
+            })
+            .collect();
+        paced.extend(configured.iter().copied());
+        if paced.is_empty() {
             let rate = self.config.rate_limit_per_sec;
             return (rate > 0).then(|| {
                 let room = (horizon.as_secs_f64() * f64::from(rate)).ceil() as usize;
-                room.saturating_sub(pending)
+                DispatchRoom {
+                    cards: room.saturating_sub(pending),
+                    free_in: Duration::from_secs_f64(1.0 / f64::from(rate)),
+                }
             });
         }
         let mut room: Option<usize> = None;
-        for carrier in carriers {
-            let rate = self.rate_of(carrier);
-            if rate == 0 {
+        let mut free_in = Duration::ZERO;
+        for p in paced {
+            if p.rate == 0 {
                 continue;
             }
-            let booked = match limiter.booked(&carrier.to_string()).await {
+            let booked = match limiter.booked(&p.carrier.to_string()).await {
                 Ok(booked) => booked,
                 Err(error) => {
-                    tracing::debug!(carrier = %carrier, %error, "budget unreadable; dispatching without it");
+                    tracing::debug!(carrier = %p.carrier, %error, "budget unreadable; dispatching without it");
                     return None;
                 }
             };
             // At least one while the horizon is not reached, however low the rate.
-            let free = horizon.saturating_sub(booked).as_secs_f64() * f64::from(rate);
-            let free = free.ceil() as usize;
-            room = Some(room.map_or(free, |r| r.min(free)));
+            let calls = horizon.saturating_sub(booked).as_secs_f64() * f64::from(p.rate);
+            let cards = (calls.ceil() as usize).saturating_mul(p.cards_per_call.max(1));
+            room = Some(room.map_or(cards, |r| r.min(cards)));
+            if cards == 0 {
+                // The slot at the horizon frees once the booking has come that close.
+                let slot = Duration::from_secs_f64(1.0 / f64::from(p.rate));
+                free_in = free_in.max(booked.saturating_sub(horizon) + slot);
+            }
         }
-        room.map(|room| room.saturating_sub(pending))
+        room.map(|room| {
+            let cards = room.saturating_sub(pending);
+            DispatchRoom {
+                cards,
+                free_in: if cards == 0 && free_in.is_zero() {
+                    // Full of polls dispatched but not yet reserved: they reserve within a
+                    // second or stop counting.
+                    Duration::from_millis(20)
+                } else {
+                    free_in
+                },
+            }
+        })
     }
 }

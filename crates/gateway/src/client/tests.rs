@@ -233,6 +233,38 @@ async fn the_dispatch_room_is_what_the_budget_lets_start_within_the_horizon() {
     drop(sim);
 }
 
+#[tokio::test]
+async fn a_configured_carrier_paces_the_dispatch_in_cards_per_call_and_says_when_it_frees() {
+    let mut limiter = MockRateLimiter::new();
+    limiter
+        .expect_booked()
+        .withf(|bucket| bucket == "7")
+        .returning(|_| Ok(Duration::from_millis(400)));
+    let (sim, gw) = sim_and_client(limiter).await;
+    let onelink = crate::Paced {
+        carrier: CarrierId(7),
+        rate: 10,
+        cards_per_call: 100,
+    };
+    // 10 calls/s booked 0.4 s ahead: 6 calls fit in a 1 s horizon, 100 cards each.
+    let room = gw
+        .dispatch_room_with(Duration::from_secs(1), &[onelink])
+        .await;
+    assert_eq!(room.map(|r| r.cards), Some(600));
+    // Booked past a 0.3 s horizon: no room; the next slot within it frees in 0.1 + 0.1 s.
+    let room = gw
+        .dispatch_room_with(Duration::from_millis(300), &[onelink])
+        .await;
+    assert_eq!(
+        room,
+        Some(crate::DispatchRoom {
+            cards: 0,
+            free_in: Duration::from_millis(200),
+        })
+    );
+    drop(sim);
+}
+
 #[test]
 fn command_bound_adds_every_try_and_every_retry_wait() {
     let config = GatewayConfig::new("http://127.0.0.1:1");

@@ -30,11 +30,20 @@ pub trait DispatchBudget: Send + Sync {
     async fn room(&self, task: TaskType) -> Option<usize>;
     /// `polls` of `task` were just handed to the handlers on the strength of [`room`].
     fn dispatched(&self, task: TaskType, polls: usize);
+    /// After [`room`](Self::room) answered 0 for `task`: how long until it can answer more
+    /// (the booked-up bucket's next slot within the horizon). The loop sleeps that long,
+    /// between [`BUDGET_PAUSE`] and [`BUDGET_PAUSE_MAX`], instead of asking again and again.
+    fn free_in(&self, _task: TaskType) -> Duration {
+        BUDGET_PAUSE
+    }
 }
 
-/// Pause between two looks at a budget that has no room (a slot comes free every
+/// Shortest pause between two looks at a budget that has no room (a slot comes free every
 /// 1/rate seconds; the handlers' own reservation waits for the exact slot).
-pub(crate) const BUDGET_PAUSE: Duration = Duration::from_millis(20);
+pub const BUDGET_PAUSE: Duration = Duration::from_millis(20);
+
+/// Longest pause: a budget freed by an operator's edit is seen within it.
+pub const BUDGET_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// `want` capped at the polls the budget lets start, waiting while it lets none. Answers 0
 /// only on shutdown.
@@ -51,9 +60,10 @@ pub(crate) async fn budget_room(
             Some(_) => {}
         }
         metrics::counter!("cmp_gateway_budget_waits_total", "task" => task.as_str()).increment(1);
+        let pause = budget.free_in(task).clamp(BUDGET_PAUSE, BUDGET_PAUSE_MAX);
         tokio::select! {
             () = shutdown.cancelled() => return 0,
-            () = tokio::time::sleep(BUDGET_PAUSE) => {}
+            () = tokio::time::sleep(pause) => {}
         }
     }
 }

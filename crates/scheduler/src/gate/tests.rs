@@ -86,6 +86,49 @@ async fn the_budget_is_asked_again_every_pause_until_it_has_room() {
     }
 }
 
+/// A budget that knows when its bucket frees (`free_in`): the loop sleeps that long, within
+/// [`BUDGET_PAUSE`]..=[`BUDGET_PAUSE_MAX`], instead of asking every pause.
+struct Booked {
+    script: Scripted<Option<usize>>,
+    free_in: Duration,
+}
+
+#[async_trait::async_trait]
+impl DispatchBudget for Booked {
+    async fn room(&self, _task: TaskType) -> Option<usize> {
+        self.script.next()
+    }
+    fn dispatched(&self, _task: TaskType, _polls: usize) {}
+    fn free_in(&self, _task: TaskType) -> Duration {
+        self.free_in
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_booked_up_budget_is_asked_again_when_its_next_slot_frees() {
+    for (free_in, expected) in [
+        (Duration::from_millis(700), vec![0, 700, 1400]),
+        (Duration::from_secs(30), vec![0, 1000, 2000]),
+        (Duration::from_millis(1), vec![0, 20, 40]),
+    ] {
+        let booked = Arc::new(Booked {
+            script: Scripted::new([Some(0), Some(0), Some(3)], || Some(0)),
+            free_in,
+        });
+        let budget: Arc<dyn DispatchBudget> = booked.clone();
+        let start = Instant::now();
+        assert_eq!(
+            budget_room(&budget, T, 8, &CancellationToken::new()).await,
+            3
+        );
+        assert_eq!(
+            booked.script.asked_at(start),
+            expected,
+            "free in {free_in:?}"
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_budget_without_room_is_waited_for_until_shutdown() {
     let budget: Arc<dyn DispatchBudget> = Arc::new(Scripted::new([], || Some(0)));
