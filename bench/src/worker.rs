@@ -23,6 +23,12 @@ use stop_resume::StopResumeSettings;
 use task_handlers::{HandlerDeps, HandlerSettings, Registry, TaskHandler, build_registry};
 use wiring::Core;
 
+/// The worker's own dispatch budget (bin-worker is a binary crate: its module is compiled here
+/// as it is there, so the benchmark paces its dispatch exactly as a node does).
+#[path = "../../bin-worker/src/budget.rs"]
+mod gateway_budget;
+use gateway_budget::GatewayBudget;
+
 /// The worker's default `CMP_DATABASE_MAX_CONNECTIONS`.
 pub(crate) const WORKER_DB_POOL: u32 = 16;
 
@@ -85,12 +91,15 @@ pub(crate) async fn wire_carriers(
     core.configs.start().await.context("load polling configs")?;
     let Core { queue, configs, .. } = core.clone();
     let limiter = Arc::new(RedisRateLimiter::new(redis.clone(), keys.clone()));
-    let http = HttpGateway::new(GatewayConfig::new(gateway_url), Some(limiter.clone()))
-        .context("gateway client")?;
+    let http = Arc::new(
+        HttpGateway::new(GatewayConfig::new(gateway_url), Some(limiter.clone()))
+            .context("gateway client")?,
+    );
     let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, clock.clone()).with_limiter(limiter);
-    let router = Arc::new(CarrierRouter::new(Arc::new(http), ctx));
+    let router = Arc::new(CarrierRouter::new(http.clone(), ctx));
     let refused = router.apply(carriers.accounts);
     anyhow::ensure!(refused.is_empty(), "carrier adapters refused: {refused:?}");
+    let budget = Arc::new(GatewayBudget::new(http, router.clone()));
     let timed = Arc::new(TimedGateway {
         inner: Arc::new(BatchingGateway::new(router, carriers.linger)),
         timing: Default::default(),
@@ -153,7 +162,8 @@ pub(crate) async fn wire_carriers(
         SingletonLease::new(redis.clone(), keys.clone()),
         clock,
         settings,
-    );
+    )
+    .with_budget(budget);
     Ok(Worker {
         queue,
         configs,
