@@ -14,6 +14,7 @@
 use crate::cycle::{WORKER_REDIS_POOL, load_due, scheduler_settings};
 use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool};
 use crate::fleet;
+use crate::probes::mean_ms;
 use crate::report::{Row, Target, fmt_num};
 use crate::worker::{self, Carriers, WORKER_DB_POOL};
 use anyhow::Context;
@@ -50,7 +51,8 @@ pub(crate) async fn run(
     Ok(rows)
 }
 
-/// The OneLink account of carrier 1 on `sim`, with `rate` calls/s (0 = none).
+/// The OneLink account of carrier 1 on `sim`: with a `rate` (calls/s), 10 calls in flight as
+/// OneLink publishes; without (0), no limit at all.
 fn account(sim: &SimHandle, rate: u32) -> CarrierAccount {
     let mut credentials = Credentials::new();
     for (k, v) in gateway_sim::SimAccount::default_for(CarrierProtocol::OneLink).credentials {
@@ -65,7 +67,7 @@ fn account(sim: &SimHandle, rate: u32) -> CarrierAccount {
         credentials,
         limits: CarrierLimits {
             rate_limit_per_sec: rate,
-            max_concurrent: 10,
+            max_concurrent: if rate == 0 { 0 } else { 10 },
             batch_size: BATCH,
             timeout_ms: 5000,
         },
@@ -160,9 +162,12 @@ async fn throughput(
     let running = tokio::spawn(w.scheduler.run(shutdown.clone()));
     tokio::time::sleep(WARM_UP).await;
     let (before, calls_before) = (counting.snapshot(), usage_calls(&sim));
+    let (handler_before, gateway_before) =
+        (counting.timing.snapshot(), w.gateway.timing.snapshot());
     let started = Instant::now();
     tokio::time::sleep(window).await;
     let (after, calls_after) = (counting.snapshot(), usage_calls(&sim));
+    let (handler_after, gateway_after) = (counting.timing.snapshot(), w.gateway.timing.snapshot());
     let secs = started.elapsed().as_secs_f64();
     shutdown.cancel();
     running.await.context("scheduler task")?;
@@ -199,6 +204,12 @@ async fn throughput(
         None => Row::new(label, checks, "checks/s", None, Target::Reported)
             .note("run with the carddata scenario for the ratio to per-card polling"),
     }
+    .note(format!(
+        "mean handler time {:.1} ms (max {} in flight), of which the usage query {:.1} ms (its lane's linger, the batch call, the share-out)",
+        mean_ms(handler_before, handler_after),
+        counting.timing.max_running(),
+        mean_ms(gateway_before, gateway_after)
+    ))
     .note(format!(
         "in the window: {} ok, {} failed, {} requeued (pool full), {} skipped; pool {POOL}, linger {} ms; OneLink adapter on gateway-sim (1 ms a request), no quota",
         d[0],

@@ -96,7 +96,10 @@ pub(crate) async fn wire_carriers(
             .context("gateway client")?,
     );
     let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, clock.clone()).with_limiter(limiter);
-    let router = Arc::new(CarrierRouter::new(http.clone(), ctx));
+    let budget = http.clone();
+    let router = Arc::new(
+        CarrierRouter::new(http.clone(), ctx).with_released(move |polls| budget.released(polls)),
+    );
     let refused = router.apply(carriers.accounts);
     anyhow::ensure!(refused.is_empty(), "carrier adapters refused: {refused:?}");
     let budget = Arc::new(GatewayBudget::new(http, router.clone()));

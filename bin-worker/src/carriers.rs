@@ -23,7 +23,10 @@ pub(crate) async fn router(c: &Components, default: Arc<HttpGateway>) -> Arc<Car
         .with_limiter(Arc::new(limiter));
     ctx.max_rate_wait = default.config().max_rate_wait;
     ctx.retry = default.config().retry.clone();
-    let router = Arc::new(CarrierRouter::new(default, ctx));
+    let budget = default.clone();
+    let router = Arc::new(
+        CarrierRouter::new(default, ctx).with_released(move |polls| budget.released(polls)),
+    );
     if let Err(e) = router.refresh(c.core.stores.carriers.as_ref()).await {
         // The follower retries every few seconds; until then every card uses the default.
         warn!(error = %e, "cannot read the carriers at start");

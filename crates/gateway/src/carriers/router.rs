@@ -48,7 +48,13 @@ pub struct CarrierRouter {
     tallies: Mutex<HashMap<CarrierId, Tally>>,
     /// The store's version the installed configuration was read at (`CarrierStore::version`).
     applied: Mutex<Option<StoreVersion>>,
+    /// Told how many cards each call of a configured carrier carried, once it is made: the
+    /// dispatch budget's polls pending a reservation ([`CarrierRouter::with_released`]).
+    released: Option<Released>,
 }
+
+/// See [`CarrierRouter::with_released`].
+type Released = Arc<dyn Fn(usize) + Send + Sync>;
 
 type StoreVersion = (Option<DateTime<Utc>>, u64);
 
@@ -69,7 +75,18 @@ impl CarrierRouter {
             routes: RwLock::new(Arc::new(HashMap::new())),
             tallies: Mutex::new(HashMap::new()),
             applied: Mutex::new(None),
+            released: None,
         }
+    }
+
+    /// `released(cards)` after every call of a configured carrier (the cards it carried: 1, or
+    /// the batch's). The worker wires it to `HttpGateway::released`: polls the dispatch handed
+    /// out count against its budget room until their query is made, and the default gateway
+    /// sees only its own calls.
+    #[must_use]
+    pub fn with_released(mut self, released: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.released = Some(Arc::new(released));
+        self
     }
 
     fn routes(&self) -> Arc<HashMap<CarrierId, Arc<Route>>> {
@@ -252,7 +269,11 @@ impl CarrierRouter {
         }
     }
 
-    async fn with_route<T, F, Fut>(&self, carrier: CarrierId, call: F) -> Result<T, GatewayError>
+    async fn with_route<T, F, Fut>(
+        &self,
+        (carrier, cards): (CarrierId, usize),
+        call: F,
+    ) -> Result<T, GatewayError>
     where
         F: FnOnce(Arc<dyn CarrierGateway>) -> Fut,
         Fut: std::future::Future<Output = Result<T, GatewayError>>,
@@ -264,6 +285,9 @@ impl CarrierRouter {
         };
         if configured {
             self.tally(carrier, &res);
+            if let Some(released) = &self.released {
+                released(cards);
+            }
         }
         res
     }
@@ -276,13 +300,19 @@ impl CarrierGateway for CarrierRouter {
         carrier: CarrierId,
         iccid: &str,
     ) -> Result<RealNameStatus, GatewayError> {
-        self.with_route(carrier, |g| async move { g.realname(carrier, iccid).await })
-            .await
+        self.with_route(
+            (carrier, 1),
+            |g| async move { g.realname(carrier, iccid).await },
+        )
+        .await
     }
 
     async fn usage(&self, carrier: CarrierId, iccid: &str) -> Result<MonthUsage, GatewayError> {
-        self.with_route(carrier, |g| async move { g.usage(carrier, iccid).await })
-            .await
+        self.with_route(
+            (carrier, 1),
+            |g| async move { g.usage(carrier, iccid).await },
+        )
+        .await
     }
 
     async fn packages(
@@ -290,18 +320,27 @@ impl CarrierGateway for CarrierRouter {
         carrier: CarrierId,
         iccid: &str,
     ) -> Result<Vec<CarrierPackage>, GatewayError> {
-        self.with_route(carrier, |g| async move { g.packages(carrier, iccid).await })
-            .await
+        self.with_route(
+            (carrier, 1),
+            |g| async move { g.packages(carrier, iccid).await },
+        )
+        .await
     }
 
     async fn stop(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        self.with_route(carrier, |g| async move { g.stop(carrier, iccid).await })
-            .await
+        self.with_route(
+            (carrier, 1),
+            |g| async move { g.stop(carrier, iccid).await },
+        )
+        .await
     }
 
     async fn start(&self, carrier: CarrierId, iccid: &str) -> Result<NetworkStatus, GatewayError> {
-        self.with_route(carrier, |g| async move { g.start(carrier, iccid).await })
-            .await
+        self.with_route(
+            (carrier, 1),
+            |g| async move { g.start(carrier, iccid).await },
+        )
+        .await
     }
 
     async fn network_status(
@@ -309,7 +348,7 @@ impl CarrierGateway for CarrierRouter {
         carrier: CarrierId,
         iccid: &str,
     ) -> Result<NetworkStatus, GatewayError> {
-        self.with_route(carrier, |g| async move {
+        self.with_route((carrier, 1), |g| async move {
             g.network_status(carrier, iccid).await
         })
         .await
@@ -327,7 +366,7 @@ impl CarrierGateway for CarrierRouter {
         carrier: CarrierId,
         iccids: &[String],
     ) -> Result<Vec<Result<RealNameStatus, GatewayError>>, GatewayError> {
-        self.with_route(carrier, |g| async move {
+        self.with_route((carrier, iccids.len()), |g| async move {
             g.realname_batch(carrier, iccids).await
         })
         .await
@@ -338,10 +377,9 @@ impl CarrierGateway for CarrierRouter {
         carrier: CarrierId,
         iccids: &[String],
     ) -> Result<Vec<Result<MonthUsage, GatewayError>>, GatewayError> {
-        self.with_route(
-            carrier,
-            |g| async move { g.usage_batch(carrier, iccids).await },
-        )
+        self.with_route((carrier, iccids.len()), |g| async move {
+            g.usage_batch(carrier, iccids).await
+        })
         .await
     }
 
@@ -350,7 +388,7 @@ impl CarrierGateway for CarrierRouter {
         carrier: CarrierId,
         iccids: &[String],
     ) -> Result<Vec<Result<NetworkStatus, GatewayError>>, GatewayError> {
-        self.with_route(carrier, |g| async move {
+        self.with_route((carrier, iccids.len()), |g| async move {
             g.network_status_batch(carrier, iccids).await
         })
         .await

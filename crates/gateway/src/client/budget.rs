@@ -87,6 +87,15 @@ impl HttpGateway {
         pending.extend(std::iter::repeat_n(now, polls));
     }
 
+    /// `polls` dispatched polls made their query through another client on the same budget
+    /// (a configured carrier's adapter, see `CarrierRouter::with_released`): they no longer
+    /// count as pending.
+    pub fn released(&self, polls: usize) {
+        let mut pending = self.seen.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let n = polls.min(pending.len());
+        pending.drain(..n);
+    }
+
     /// How many calls may still be booked before the budget of a carrier this client called
     /// lately is booked `horizon` ahead (the smallest over those carriers; before any call,
     /// an idle bucket at the default rate), less the polls dispatched that have not reserved
