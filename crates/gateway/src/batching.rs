@@ -16,10 +16,13 @@
 //!   the retry interval, nothing written), the others their answers;
 //! - an answer of the wrong length: nothing is known of any card, each gets `MissingFromBatch`.
 //!
+//! A lane has at most [`LANE_CALLS_IN_FLIGHT`] batch calls out; while they all are, the next
+//! batch keeps filling: under a tight carrier budget, calls go out full.
+//!
 //! A lane never mixes carriers or queries. Two polls of one card in one batch (two task types
 //! never share a lane, but a manual trigger can race a scheduled poll) ask the carrier once and
-//! share the answer. Batch calls of one lane run concurrently; the carrier's rate and
-//! concurrency limits are the adapter's, one slot per call.
+//! share the answer. The carrier's rate and concurrency limits are the adapter's, one slot per
+//! call.
 
 use crate::{CarrierGateway, GatewayError};
 use domain::{CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus};
@@ -28,7 +31,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 
 /// Where one lane's queries wait: per carrier, the sending end of its lane task.
@@ -182,14 +185,21 @@ impl BatchingGateway {
     }
 }
 
+/// Batch calls of one lane in flight at once. While they are all out (the carrier is slow, or
+/// its budget makes each call wait for its slot), the next batch keeps filling past the linger:
+/// a call the budget holds back anyway goes out full instead of half empty.
+pub const LANE_CALLS_IN_FLIGHT: usize = 4;
+
 /// One lane: takes the first waiting question, gathers more until the batch is full or the
-/// linger has passed since that first one, and sends the batch in a task of its own.
+/// linger has passed since that first one, then until one of the lane's calls in flight is
+/// free, and sends the batch in a task of its own.
 async fn run_lane<T: Batched>(
     inner: Arc<dyn CarrierGateway>,
     carrier: CarrierId,
     linger: Duration,
     mut rx: mpsc::UnboundedReceiver<Ask<T>>,
 ) {
+    let calls = Arc::new(Semaphore::new(LANE_CALLS_IN_FLIGHT));
     let mut asks: Vec<Ask<T>> = Vec::new();
     while rx.recv_many(&mut asks, 1).await > 0 {
         // Read per batch: an operator's edit of the carrier can change it.
@@ -202,11 +212,24 @@ async fn run_lane<T: Batched>(
                 Ok(_) => {}
             }
         }
-        tokio::spawn(send_batch(
-            inner.clone(),
-            carrier,
-            std::mem::take(&mut asks),
-        ));
+        let mut open = true;
+        let call = loop {
+            let room = size.saturating_sub(asks.len());
+            if room == 0 || !open {
+                break calls.clone().acquire_owned().await;
+            }
+            tokio::select! {
+                permit = calls.clone().acquire_owned() => break permit,
+                got = rx.recv_many(&mut asks, room) => open = got > 0,
+            }
+        };
+        // The semaphore is never closed.
+        let Ok(call) = call else { return };
+        let (inner, batch) = (inner.clone(), std::mem::take(&mut asks));
+        tokio::spawn(async move {
+            send_batch(inner, carrier, batch).await;
+            drop(call);
+        });
     }
 }
 

@@ -16,7 +16,7 @@ mod client;
 mod error;
 pub mod protocol;
 
-pub use batching::BatchingGateway;
+pub use batching::{BatchingGateway, LANE_CALLS_IN_FLIGHT};
 pub use client::{DispatchRoom, GatewayConfig, HttpGateway, Paced, RetryPolicy};
 pub use error::{AnswerFault, GatewayError};
 

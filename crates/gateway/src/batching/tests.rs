@@ -232,6 +232,29 @@ async fn two_polls_of_one_card_in_a_batch_ask_the_carrier_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn while_the_lanes_calls_are_all_out_the_next_batch_keeps_filling() {
+    let carrier = Scripted::new(100, Answer::All);
+    let g = batching(&carrier);
+    // Polls arriving one every 5 ms for 1 s (200 of them): each call takes 30 ms, so after the
+    // first few calls (a linger's worth of cards each) the lane's calls are all out and the
+    // batches fill while they wait.
+    let mut tasks = tokio::task::JoinSet::new();
+    for card in 1..=200u32 {
+        let g = g.clone();
+        tasks.spawn(async move { g.usage(CARRIER, &card.to_string()).await });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    while let Some(joined) = tasks.join_next().await {
+        assert!(joined.unwrap_or_else(|e| panic!("poll: {e}")).is_ok());
+    }
+    let sizes: Vec<usize> = carrier.calls().iter().map(Vec::len).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 200);
+    // A linger (50 ms) gathers 10; four calls out (30 ms each) cap the lane at ~4 calls per
+    // 30 ms, so no more than about one call per 7.5 ms of arrivals: never one per card.
+    assert!(sizes.len() <= 25, "{sizes:?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn commands_are_never_held() {
     let carrier = Scripted::new(100, Answer::All);
     let g = batching(&carrier);
