@@ -152,8 +152,17 @@ impl HttpGateway {
                 }
             };
             // At least one while the horizon is not reached, however low the rate.
-            let calls = horizon.saturating_sub(booked).as_secs_f64() * f64::from(p.rate);
-            let cards = (calls.ceil() as usize).saturating_mul(p.cards_per_call.max(1));
+            let calls = (horizon.saturating_sub(booked).as_secs_f64() * f64::from(p.rate)).ceil();
+            // A batch call goes out full only if its cards are waiting when its slot comes:
+            // the room of a batch-capable carrier holds two batches beyond the horizon's calls
+            // (they wait in the carrier's lane, not in the bucket).
+            let calls = calls as usize
+                + if p.cards_per_call > 1 && calls > 0.0 {
+                    2
+                } else {
+                    0
+                };
+            let cards = calls.saturating_mul(p.cards_per_call.max(1));
             room = Some(room.map_or(cards, |r| r.min(cards)));
             if cards == 0 {
                 // The slot at the horizon frees once the booking has come that close.
