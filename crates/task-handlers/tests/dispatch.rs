@@ -65,7 +65,10 @@ async fn concurrent_usage_polls_share_batch_calls_and_each_card_gets_its_own_ans
 
     let outcomes = at_once(&w, TaskType::Carddata, &cards).await;
 
-    assert!(outcomes.iter().all(|o| *o == Outcome::Success), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Success),
+        "{outcomes:?}"
+    );
     let calls = usage_calls(&w);
     assert!(
         (1..=3).contains(&calls),
@@ -96,7 +99,10 @@ async fn a_failed_batch_call_writes_nothing_and_retries_every_card_of_it() {
 
     let outcomes = at_once(&w, TaskType::Carddata, &cards).await;
 
-    assert!(outcomes.iter().all(|o| *o == Outcome::Failure), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Failure),
+        "{outcomes:?}"
+    );
     for card in &cards {
         let c = w.db_card(*card).await;
         assert_eq!(c.usage.current_month_usage_mb, dec!(0), "nothing written");
@@ -152,7 +158,10 @@ async fn two_polls_of_one_card_in_a_batch_count_its_usage_once() {
 
     let outcomes = at_once(&w, TaskType::Carddata, &asked).await;
 
-    assert!(outcomes.iter().all(|o| *o == Outcome::Success), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Success),
+        "{outcomes:?}"
+    );
     let c = w.db_card(card).await;
     assert_eq!(c.usage.current_month_usage_mb, dec!(5));
     assert_eq!(c.data_usage_mb, dec!(5), "counted once");
