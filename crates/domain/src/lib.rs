@@ -48,6 +48,7 @@ mod package;
 pub mod periodic;
 mod ratelimit;
 pub mod store;
+mod stream;
 mod task;
 mod usage;
 
@@ -68,6 +69,7 @@ pub use package::*;
 pub use ratelimit::MockRateLimiter;
 pub use ratelimit::{CallClass, RateLimitError, RateLimiter};
 pub use task::{ParseTaskTypeError, TaskType};
+pub use stream::*;
 pub use usage::*;
 
 /// Megabytes are exact decimals, never floats: deductions and limits must add up to the byte.

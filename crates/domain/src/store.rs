@@ -14,6 +14,9 @@ pub use crate::admin_stores::{
     MockAdminAuditStore, MockAlertStore, MockApiKeyStore, MockCardAdminStore, MockCarrierStore,
     MockCleanupStore, MockManualTriggerLogStore,
 };
+pub use crate::stream::CarrierStreamStore;
+#[cfg(any(test, feature = "mock"))]
+pub use crate::stream::MockCarrierStreamStore;
 pub use crate::ops::{MetricsHistoryStore, MonitoringStore, UsageHistoryStore};
 #[cfg(any(test, feature = "mock"))]
 pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore, MockUsageHistoryStore};
