@@ -11,6 +11,7 @@ mod configs;
 mod devices;
 mod foundation;
 mod manual;
+mod streams;
 mod ops_alerts;
 mod ops_monitoring;
 mod ui;
