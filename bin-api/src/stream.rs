@@ -112,7 +112,11 @@ async fn post_stream(
         if e.to_string().contains("length limit") {
             too_large()
         } else {
-            Problem::new(StatusCode::BAD_REQUEST, "bad-request", "the body could not be read")
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "bad-request",
+                "the body could not be read",
+            )
         }
     })?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -154,10 +158,12 @@ fn basic_auth(headers: &HeaderMap) -> Option<(String, String)> {
 
 fn refused(refusal: StreamRefusal) -> Response {
     match refusal {
-        StreamRefusal::NotFound(what) => {
-            Problem::new(StatusCode::NOT_FOUND, "not-found", format!("{what} not found"))
-                .into_response()
-        }
+        StreamRefusal::NotFound(what) => Problem::new(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            format!("{what} not found"),
+        )
+        .into_response(),
         StreamRefusal::Unauthenticated(why) => {
             let mut r =
                 Problem::new(StatusCode::UNAUTHORIZED, "unauthenticated", why).into_response();

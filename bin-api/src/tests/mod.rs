@@ -11,9 +11,9 @@ mod configs;
 mod devices;
 mod foundation;
 mod manual;
-mod streams;
 mod ops_alerts;
 mod ops_monitoring;
+mod streams;
 mod ui;
 mod validation;
 

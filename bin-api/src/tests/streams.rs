@@ -31,7 +31,12 @@ async fn onence(w: &World, id: i64) {
     let view = a.ok(StatusCode::CREATED);
     assert_eq!(
         view["credential_fields"],
-        json!(["client_id", "client_secret", "stream_password", "stream_username"])
+        json!([
+            "client_id",
+            "client_secret",
+            "stream_password",
+            "stream_username"
+        ])
     );
     assert!(!view.to_string().contains(PASSWORD));
     w.state
@@ -161,7 +166,10 @@ async fn a_record_is_applied_once_and_a_replay_changes_nothing() {
     assert_eq!(c.usage.last_gateway_total_mb, mb("0"));
     assert_eq!(c.data_usage_mb, mb("12.75"));
     assert_eq!(count(&w, "SELECT count(*) FROM tb_carrier_event").await, 2);
-    assert_eq!(count(&w, "SELECT count(*) FROM tb_data_usage_record").await, 2);
+    assert_eq!(
+        count(&w, "SELECT count(*) FROM tb_data_usage_record").await,
+        2
+    );
 
     // The carrier resends the post (it did not see our 200): nothing changes.
     let a = post_records(&w, post).await;
@@ -173,14 +181,26 @@ async fn a_record_is_applied_once_and_a_replay_changes_nothing() {
     assert_eq!(card_row(&w, id).await.usage, c.usage);
     assert_eq!(card_row(&w, id).await.data_usage_mb, c.data_usage_mb);
     assert_eq!(count(&w, "SELECT count(*) FROM tb_carrier_event").await, 2);
-    assert_eq!(count(&w, "SELECT count(*) FROM tb_data_usage_record").await, 2);
+    assert_eq!(
+        count(&w, "SELECT count(*) FROM tb_data_usage_record").await,
+        2
+    );
 
     // The same record twice in one post counts once.
-    let twice = json!([data(9_000_000_003, 1, "1", ended), data(9_000_000_003, 1, "1", ended)]);
+    let twice = json!([
+        data(9_000_000_003, 1, "1", ended),
+        data(9_000_000_003, 1, "1", ended)
+    ]);
     let a = post_records(&w, twice).await;
     let r = a.ok(StatusCode::OK);
-    assert_eq!((r["applied"].as_u64(), r["duplicate"].as_u64()), (Some(1), Some(1)));
-    assert_eq!(card_row(&w, id).await.usage.current_month_usage_mb, mb("13.75"));
+    assert_eq!(
+        (r["applied"].as_u64(), r["duplicate"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        card_row(&w, id).await.usage.current_month_usage_mb,
+        mb("13.75")
+    );
 }
 
 #[tokio::test]
@@ -246,8 +266,14 @@ async fn unauthenticated_refused_and_bad_posts_write_nothing() {
         .problem(StatusCode::FORBIDDEN);
 
     assert_eq!(count(&w, "SELECT count(*) FROM tb_carrier_event").await, 0);
-    assert_eq!(count(&w, "SELECT count(*) FROM tb_data_usage_record").await, 0);
-    assert_eq!(card_row(&w, id).await.usage, domain::MonthCounters::default());
+    assert_eq!(
+        count(&w, "SELECT count(*) FROM tb_data_usage_record").await,
+        0
+    );
+    assert_eq!(
+        card_row(&w, id).await.usage,
+        domain::MonthCounters::default()
+    );
 }
 
 #[tokio::test]
@@ -261,7 +287,11 @@ async fn an_unknown_card_is_counted_not_fatal() {
     let now = Utc::now();
     let a = post_records(
         &w,
-        json!([data(11, 1, "3", now), data(12, 404, "7", now), data(13, 2, "7", now)]),
+        json!([
+            data(11, 1, "3", now),
+            data(12, 404, "7", now),
+            data(13, 2, "7", now)
+        ]),
     )
     .await;
     let r = a.ok(StatusCode::OK);
@@ -297,7 +327,10 @@ async fn polls_after_a_pushed_record_count_nothing_twice() {
     // The carrier's total lags: 10 MB more, not yet the session; then unchanged; then caught up.
     let u = poll(&w, lagging, "110").await.unwrap();
     assert_eq!(u.delta_mb, mb("0"));
-    assert_eq!(card_row(&w, lagging).await.usage.current_month_usage_mb, mb("130"));
+    assert_eq!(
+        card_row(&w, lagging).await.usage.current_month_usage_mb,
+        mb("130")
+    );
     assert!(poll(&w, lagging, "110").await.is_none(), "nothing new");
     let u = poll(&w, lagging, "142").await.unwrap();
     assert_eq!(u.delta_mb, mb("12"));
@@ -307,7 +340,9 @@ async fn polls_after_a_pushed_record_count_nothing_twice() {
     // The recorded deltas of the month sum to the carrier's total.
     let sum = count(
         &w,
-        &format!("SELECT sum(delta_mb)::bigint FROM tb_data_usage_record WHERE iot_card_id = {lagging}"),
+        &format!(
+            "SELECT sum(delta_mb)::bigint FROM tb_data_usage_record WHERE iot_card_id = {lagging}"
+        ),
     )
     .await;
     assert_eq!(sum, 142);
@@ -336,7 +371,10 @@ async fn crossing_the_limit_stops_the_card_and_the_usage_poll_is_pushed_back() {
             .unwrap();
     }
     let before = scores(&w, id).await[1].unwrap();
-    assert!(before <= (Utc::now().timestamp() + 5) as f64, "due now: {before}");
+    assert!(
+        before <= (Utc::now().timestamp() + 5) as f64,
+        "due now: {before}"
+    );
 
     let a = post_records(&w, json!([data(31, 1, "12", now), data(32, 2, "1", now)])).await;
     let r = a.ok(StatusCode::OK);

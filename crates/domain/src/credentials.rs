@@ -215,9 +215,7 @@ mod tests {
                 .unwrap_err()
                 .contains("together")
         );
-        let empty = api
-            .with("stream_username", "")
-            .with("stream_password", "");
+        let empty = api.with("stream_username", "").with("stream_password", "");
         assert!(empty.validate(CarrierProtocol::OneNce).is_err());
         let onelink = Credentials::new()
             .with("appid", "a")

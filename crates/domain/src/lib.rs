@@ -68,8 +68,8 @@ pub use package::*;
 #[cfg(any(test, feature = "mock"))]
 pub use ratelimit::MockRateLimiter;
 pub use ratelimit::{CallClass, RateLimitError, RateLimiter};
-pub use task::{ParseTaskTypeError, TaskType};
 pub use stream::*;
+pub use task::{ParseTaskTypeError, TaskType};
 pub use usage::*;
 
 /// Megabytes are exact decimals, never floats: deductions and limits must add up to the byte.

@@ -116,7 +116,11 @@ pub fn apply_month_total(before: &MonthCounters, reported: &MonthUsage) -> Usage
 /// The next poll of the month then counts its total's rise beyond `streamed_ahead_mb` only
 /// ([`apply_month_total`]): every megabyte counted once, whether the carrier's total already
 /// includes the streamed session or lags behind it.
-pub fn apply_streamed(before: &MonthCounters, month: NaiveDate, mb: Megabytes) -> Option<UsageUpdate> {
+pub fn apply_streamed(
+    before: &MonthCounters,
+    month: NaiveDate,
+    mb: Megabytes,
+) -> Option<UsageUpdate> {
     let month = month_start(month);
     let mb = mb.max(Decimal::ZERO);
     match before.current_month_start_date {
@@ -344,7 +348,10 @@ mod tests {
         assert!(!poll.rolled_over);
         assert_eq!(poll.counters.streamed_ahead_mb, dec!(0));
         // A late March record: closed.
-        assert_eq!(apply_streamed(&poll.counters, date(2026, 3, 31), dec!(9)), None);
+        assert_eq!(
+            apply_streamed(&poll.counters, date(2026, 3, 31), dec!(9)),
+            None
+        );
         // A poll rolling over drops what was ahead in the closed month.
         let rolled = apply_month_total(
             &march,

@@ -66,8 +66,8 @@ pub use usage_history::PgUsageHistoryStore;
 use domain::StoreError;
 use domain::store::{
     AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CarrierStore,
-    CarrierStreamStore, CleanupStore, DeviceStore, ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore,
-    PackageStore, PollingConfigStore, UsageHistoryStore,
+    CarrierStreamStore, CleanupStore, DeviceStore, ManualTriggerLogStore, MetricsHistoryStore,
+    MonitoringStore, PackageStore, PollingConfigStore, UsageHistoryStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;

@@ -122,8 +122,7 @@ async fn write(
     for row in &rows {
         seen.insert(col::<String>(row, "record_id")?);
     }
-    let mut packages =
-        lock_valid_packages(&txn, cards.values().map(|l| &l.card), now, now).await?;
+    let mut packages = lock_valid_packages(&txn, cards.values().map(|l| &l.card), now, now).await?;
 
     // Applied in the order the sessions ended: a post spanning a month's end opens the new
     // month after counting the old one's records.

@@ -71,11 +71,7 @@ impl PollingCarddataHandler {
                 self.deps.packages.usages_of(owner).await?
             }
         };
-        Ok(table_asks_for_action(
-            card,
-            &packages,
-            self.deps.base.now(),
-        ))
+        Ok(table_asks_for_action(card, &packages, self.deps.base.now()))
     }
 
     /// The carrier's month total. A failure writes nothing: the caller reschedules the card at

@@ -145,8 +145,10 @@ impl StreamService {
             )));
         };
         let Some((want_user, want_password)) = account.credentials.stream_basic_auth() else {
-            tracing::warn!(carrier_id = id.get(),
-                "a push stream posted to a carrier without stream credentials; set stream_username and stream_password");
+            tracing::warn!(
+                carrier_id = id.get(),
+                "a push stream posted to a carrier without stream credentials; set stream_username and stream_password"
+            );
             return Err(Ok(StreamRefusal::Unauthenticated(
                 "the carrier has no stream credentials configured",
             )));
@@ -224,7 +226,11 @@ impl StreamService {
             report.counted_mb += changed.counted_mb;
             let mut card = changed.card;
             if table_asks_for_action(&card, &changed.valid_packages, self.clock.now()) {
-                match self.stop_resume.evaluate(card.id, Trigger::CarrierStream).await {
+                match self
+                    .stop_resume
+                    .evaluate(card.id, Trigger::CarrierStream)
+                    .await
+                {
                     // The stop/resume service aligned the card's queues with what it wrote.
                     Ok(evaluated) => {
                         report.evaluations.push(Evaluation::of(&evaluated.decision));
@@ -241,8 +247,8 @@ impl StreamService {
                 .configs
                 .matched_interval(&card.match_fields(), TaskType::Carddata)
             {
-                let next = now
-                    + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::zero());
+                let next =
+                    now + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::zero());
                 push_back.push((card.id, next));
             }
         }
@@ -299,8 +305,14 @@ fn count_outcomes(carrier: CarrierId, r: &StreamReport) {
 /// Whether `given` is `wanted`, in time independent of where they differ and of their lengths
 /// (both are hashed to 32 bytes first, then every byte is compared).
 fn same_secret(given: &str, wanted: &str) -> bool {
-    let (a, b) = (Sha256::digest(given.as_bytes()), Sha256::digest(wanted.as_bytes()));
-    let diff = a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    let (a, b) = (
+        Sha256::digest(given.as_bytes()),
+        Sha256::digest(wanted.as_bytes()),
+    );
+    let diff = a
+        .iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
     std::hint::black_box(diff) == 0
 }
 

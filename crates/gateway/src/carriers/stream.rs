@@ -82,7 +82,11 @@ pub fn parse_data_streamer(body: &Value) -> Result<Vec<StreamRecord>, Vec<Stream
     let mut out = Vec::with_capacity(records.len());
     let mut faults = Vec::new();
     for (i, record) in records.iter().enumerate() {
-        let at = if single { String::new() } else { format!("/{i}") };
+        let at = if single {
+            String::new()
+        } else {
+            format!("/{i}")
+        };
         match parse_record(record, &at) {
             Ok(r) => out.push(r),
             Err(f) => {
@@ -247,7 +251,10 @@ mod tests {
         else {
             panic!("{one:?}")
         };
-        assert_eq!(*ended_at, "2019-01-31T00:00:00Z".parse::<DateTime<Utc>>().unwrap());
+        assert_eq!(
+            *ended_at,
+            "2019-01-31T00:00:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
         assert_eq!(*megabytes, dec!(0.0000015));
         let mut sms = onence_data();
         sms["traffic_type"] = json!({"description": "SMS", "id": 6});
@@ -272,9 +279,8 @@ mod tests {
         negative["volume"]["total"] = json!(-1);
         let mut no_iccid = onence_data();
         no_iccid["sim"] = json!({});
-        let faults =
-            parse_data_streamer(&json!([onence_data(), no_volume, negative, no_iccid, 7]))
-                .unwrap_err();
+        let faults = parse_data_streamer(&json!([onence_data(), no_volume, negative, no_iccid, 7]))
+            .unwrap_err();
         let pointers: Vec<&str> = faults.iter().map(|f| f.pointer.as_str()).collect();
         assert_eq!(
             pointers,
@@ -284,9 +290,6 @@ mod tests {
         assert!(parse_data_streamer(&json!({"foo": 1})).is_err());
         let mut long_id = onence_data();
         long_id["id"] = json!("x".repeat(65));
-        assert_eq!(
-            parse_data_streamer(&long_id).unwrap_err()[0].pointer,
-            "/id"
-        );
+        assert_eq!(parse_data_streamer(&long_id).unwrap_err()[0].pointer, "/id");
     }
 }
