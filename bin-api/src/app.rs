@@ -4,7 +4,7 @@
 use crate::error::{PROBLEM_JSON, Problem};
 use crate::guard::{PREFIX, guard};
 use crate::state::AppState;
-use crate::{openapi, routes, ui};
+use crate::{openapi, routes, stream, ui};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{StatusCode, header};
@@ -21,14 +21,18 @@ use utoipa_swagger_ui::SwaggerUi;
 /// worth having.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The admin routes and their OpenAPI document.
+/// The admin routes behind the guard, the carriers' push streams beside them (their own
+/// per-carrier auth, no API key: `stream.rs`), and the OpenAPI document of both.
 pub(crate) fn admin_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    let (router, api) = OpenApiRouter::with_openapi(openapi::base())
+    let (router, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .nest(PREFIX, routes::all())
         .split_for_parts();
     let router = router
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
-        .with_state(state);
+        .with_state(state.clone());
+    let (streams, streams_api) = stream::routes().split_for_parts();
+    api.merge(streams_api);
+    let router = router.merge(streams.with_state(state));
     (router, openapi::finish(api))
 }
 

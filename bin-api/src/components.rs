@@ -3,6 +3,7 @@
 
 use crate::auth::Authenticator;
 use crate::state::AppState;
+use admin::carriers::stream::{StreamParts, StreamService};
 use admin::{Admin, AdminParts, AdminStores};
 use anyhow::Context;
 use domain::{Clock, SystemClock};
@@ -52,6 +53,15 @@ pub(crate) fn state(
         gateway,
         StopResumeSettings::for_command_bound(command_bound),
     );
+    let streams = StreamService::new(StreamParts {
+        carriers: core.stores.carriers.clone(),
+        streams: core.stores.streams.clone(),
+        queue: core.queue.clone(),
+        configs: core.configs.clone(),
+        stop_resume: stop_resume.clone(),
+        clock: core.clock.clone(),
+        timezone: settings.timezone,
+    });
     let admin = Admin::new(AdminParts {
         stores: AdminStores {
             cards: core.stores.cards.clone(),
@@ -80,6 +90,7 @@ pub(crate) fn state(
             audit: core.stores.admin_audit.clone(),
             ops,
             carriers,
+            streams,
         },
         core.configs,
     ))

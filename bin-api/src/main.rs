@@ -16,6 +16,7 @@ mod ops_state;
 mod pagination;
 mod routes;
 mod state;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod ui;

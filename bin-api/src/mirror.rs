@@ -73,6 +73,7 @@ unchanged!(
     DateTime<Utc>,
     serde_json::Value,
     BTreeMap<String, String>,
+    BTreeMap<String, usize>,
     domain::CardId,
     domain::DeviceId,
     domain::CarrierId,

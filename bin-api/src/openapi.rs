@@ -31,6 +31,7 @@ use utoipa::{OpenApi as _, PartialSchema};
         (name = "alerts", description = "Alert rules and their firings"),
         (name = "data-cleanup", description = "Retention per table, runs and their logs"),
         (name = "carriers", description = "Carrier platforms: protocol, URL, write-only credentials, budget, health, connection test"),
+        (name = "carrier-streams", description = "Carriers push usage records (1NCE and emnify Data Streamer); the carrier authenticates with HTTP Basic auth, no API key"),
     )
 )]
 struct Base;
@@ -48,6 +49,17 @@ pub(crate) fn finish(mut api: OpenApi) -> OpenApi {
             HttpBuilder::new()
                 .scheme(HttpAuthScheme::Bearer)
                 .description(Some("An API key from `cmp-api keys create`"))
+                .build(),
+        ),
+    );
+    components.add_security_scheme(
+        "carrier_basic",
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Basic)
+                .description(Some(
+                    "A carrier's push stream: its credential fields `stream_username` and `stream_password`",
+                ))
                 .build(),
         ),
     );
@@ -158,5 +170,7 @@ pub(crate) fn document_json() -> anyhow::Result<String> {
     let router: utoipa_axum::router::OpenApiRouter<crate::state::AppState> =
         utoipa_axum::router::OpenApiRouter::with_openapi(base())
             .nest(crate::guard::PREFIX, crate::routes::all());
-    Ok(finish(router.into_openapi()).to_pretty_json()?)
+    let mut api = router.into_openapi();
+    api.merge(crate::stream::routes().into_openapi());
+    Ok(finish(api).to_pretty_json()?)
 }

@@ -16,4 +16,6 @@ pub(crate) struct AppState {
     pub(crate) ops: crate::ops_state::OpsServices,
     /// Operators' stops and starts go to the card's carrier's adapter (`tb_carrier`).
     pub(crate) carriers: Arc<gateway::carriers::CarrierRouter>,
+    /// Carriers' push streams (`POST /api/carriers/{carrier_id}/stream`).
+    pub(crate) streams: admin::carriers::stream::StreamService,
 }

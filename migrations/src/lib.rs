@@ -31,6 +31,7 @@ const MIGRATIONS: &[SqlMigration] = &[
     sql_migration!("0005_ops_monitoring_cleanup"),
     sql_migration!("0006_stop_resume_intent"),
     sql_migration!("0007_carriers"),
+    sql_migration!("0008_carrier_stream"),
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -206,7 +206,11 @@ async fn every_route_checks_keys_and_roles() {
                 .to_string(),
             )
             .replace("{task_type}", "carddata");
-        let route = path.strip_prefix(crate::guard::PREFIX).unwrap();
+        let Some(route) = path.strip_prefix(crate::guard::PREFIX) else {
+            // The carriers' push streams: no API key, the carrier's own Basic auth (streams.rs).
+            assert_eq!(path, "/api/carriers/{carrier_id}/stream");
+            continue;
+        };
         for method in item.as_object().unwrap().keys() {
             let method: Method = method.to_uppercase().parse().unwrap();
             let write = method != Method::GET;

@@ -13,6 +13,7 @@ mod foundation;
 mod manual;
 mod ops_alerts;
 mod ops_monitoring;
+mod streams;
 mod ui;
 mod validation;
 

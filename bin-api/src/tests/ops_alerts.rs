@@ -139,7 +139,7 @@ async fn data_cleanup_routes_roles_validation_run_and_404() {
     let w = World::new().await;
     let a = w.get("/api/admin/data-cleanup-configs", VIEWER).await;
     let list = a.ok(StatusCode::OK).clone();
-    assert_eq!(list["total"], 7, "the migration's defaults: {list}");
+    assert_eq!(list["total"], 8, "the migrations' defaults: {list}");
     let state_log = list["items"]
         .as_array()
         .unwrap()

@@ -180,6 +180,12 @@ pub struct MonthCounters {
     /// Final usage of the previous month (history).
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1024.5"))]
     pub last_month_total_mb: Megabytes,
+    /// Megabytes of that month a carrier's push stream reported that its month total has not
+    /// shown yet: counted once already, so a poll's rise of the total first pays them off
+    /// (RULES-style prose at `domain::apply_month_total`). 0 without a stream.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "0"))]
+    pub streamed_ahead_mb: Megabytes,
 }
 
 impl Card {

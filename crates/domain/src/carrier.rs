@@ -8,6 +8,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The credential field holding the Basic auth user name a carrier's push stream sends.
+pub const STREAM_USERNAME: &str = "stream_username";
+/// The credential field holding the Basic auth password a carrier's push stream sends.
+pub const STREAM_PASSWORD: &str = "stream_password";
+
 /// The wire protocol of a carrier's platform.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,6 +66,23 @@ impl CarrierProtocol {
             CarrierProtocol::OneNce => &["client_id", "client_secret"],
             CarrierProtocol::Emnify => &["application_token"],
         }
+    }
+
+    /// The credential fields of the platform's push stream (its Data Streamer posting to
+    /// `POST /api/carriers/{carrier_id}/stream` with HTTP Basic auth): optional, both or neither.
+    /// Empty: the platform has no push stream we take.
+    pub const fn stream_credential_fields(self) -> &'static [&'static str] {
+        match self {
+            CarrierProtocol::OneNce | CarrierProtocol::Emnify => {
+                &[STREAM_USERNAME, STREAM_PASSWORD]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Whether the platform pushes usage records we take (`stream_credential_fields`).
+    pub const fn has_push_stream(self) -> bool {
+        !self.stream_credential_fields().is_empty()
     }
 
     /// The budget a new carrier of this protocol starts with: the platform's published limits

@@ -96,26 +96,53 @@ impl Credentials {
     }
 
     /// Checks the fields against what `protocol` needs: each required field present and
-    /// non-empty, no field the protocol does not know.
+    /// non-empty, the push stream's fields (`stream_credential_fields`) both set non-empty or
+    /// both absent, no field the protocol does not know.
     pub fn validate(&self, protocol: CarrierProtocol) -> Result<(), String> {
         let wanted = protocol.credential_fields();
+        let stream = protocol.stream_credential_fields();
         for f in wanted {
             match self.0.get(*f) {
                 Some(v) if !v.is_empty() => {}
                 _ => return Err(format!("{protocol} needs credentials field `{f}`")),
             }
         }
-        if let Some(extra) = self.0.keys().find(|k| !wanted.contains(&k.as_str())) {
+        let known = |k: &str| wanted.contains(&k) || stream.contains(&k);
+        if let Some(extra) = self.0.keys().find(|k| !known(k)) {
+            let all: Vec<&str> = wanted.iter().chain(stream).copied().collect();
             return Err(format!(
                 "{protocol} takes no credentials field `{extra}` (it takes: {})",
-                if wanted.is_empty() {
+                if all.is_empty() {
                     "none".to_owned()
                 } else {
-                    wanted.join(", ")
+                    all.join(", ")
                 }
             ));
         }
+        let set = stream
+            .iter()
+            .filter(|f| self.0.get(**f).is_some_and(|v| !v.is_empty()))
+            .count();
+        if set != 0 && set != stream.len() {
+            return Err(format!(
+                "the push stream needs credentials fields {} together, each non-empty",
+                stream.join(" and ")
+            ));
+        }
+        if set == 0 && stream.iter().any(|f| self.0.contains_key(*f)) {
+            return Err(format!(
+                "credentials fields {} must not be empty",
+                stream.join(" and ")
+            ));
+        }
         Ok(())
+    }
+
+    /// The push stream's Basic auth user and password, when both are set.
+    pub fn stream_basic_auth(&self) -> Option<(&Secret, &Secret)> {
+        let user = self.get(crate::STREAM_USERNAME).filter(|v| !v.is_empty())?;
+        let password = self.get(crate::STREAM_PASSWORD).filter(|v| !v.is_empty())?;
+        Some((user, password))
     }
 }
 
@@ -165,6 +192,41 @@ mod tests {
             Credentials::new()
                 .validate(CarrierProtocol::CmpJson)
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn stream_credentials_are_optional_and_go_together() {
+        let api = Credentials::new()
+            .with("client_id", "c")
+            .with("client_secret", "s");
+        assert!(api.validate(CarrierProtocol::OneNce).is_ok());
+        assert!(api.stream_basic_auth().is_none());
+        let both = api
+            .clone()
+            .with("stream_username", "u")
+            .with("stream_password", "p");
+        assert!(both.validate(CarrierProtocol::OneNce).is_ok());
+        let (u, p) = both.stream_basic_auth().unwrap_or_else(|| unreachable!());
+        assert_eq!((u.expose(), p.expose()), ("u", "p"));
+        let half = api.clone().with("stream_username", "u");
+        assert!(
+            half.validate(CarrierProtocol::OneNce)
+                .unwrap_err()
+                .contains("together")
+        );
+        let empty = api.with("stream_username", "").with("stream_password", "");
+        assert!(empty.validate(CarrierProtocol::OneNce).is_err());
+        let onelink = Credentials::new()
+            .with("appid", "a")
+            .with("password", "p")
+            .with("stream_username", "u")
+            .with("stream_password", "p");
+        assert!(
+            onelink
+                .validate(CarrierProtocol::OneLink)
+                .unwrap_err()
+                .contains("takes no credentials field `stream_")
         );
     }
 }

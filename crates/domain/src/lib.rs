@@ -48,6 +48,7 @@ mod package;
 pub mod periodic;
 mod ratelimit;
 pub mod store;
+mod stream;
 mod task;
 mod usage;
 
@@ -67,6 +68,7 @@ pub use package::*;
 #[cfg(any(test, feature = "mock"))]
 pub use ratelimit::MockRateLimiter;
 pub use ratelimit::{CallClass, RateLimitError, RateLimiter};
+pub use stream::*;
 pub use task::{ParseTaskTypeError, TaskType};
 pub use usage::*;
 

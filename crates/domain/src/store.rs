@@ -17,6 +17,9 @@ pub use crate::admin_stores::{
 pub use crate::ops::{MetricsHistoryStore, MonitoringStore, UsageHistoryStore};
 #[cfg(any(test, feature = "mock"))]
 pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore, MockUsageHistoryStore};
+pub use crate::stream::CarrierStreamStore;
+#[cfg(any(test, feature = "mock"))]
+pub use crate::stream::MockCarrierStreamStore;
 use crate::{
     Card, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, DeductionStep, Device,
     DeviceId, GatewayOutcome, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice,
@@ -71,6 +74,10 @@ pub enum StateWrite {
 
 /// What [`CardStore::close_intent`] did.
 #[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one short-lived value per stop or start, the card moved, not copied"
+)]
 pub enum IntentClose {
     /// The row was no longer in a state the outcome may close (already closed, or gone).
     Unchanged,

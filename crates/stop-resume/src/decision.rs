@@ -225,6 +225,18 @@ pub fn decide(
     }
 }
 
+/// Whether the decision table, given the card and its owner's valid packages as a usage write
+/// just left them, asks for a stop, a start or a reason change. What a usage write (the usage
+/// poll, a carrier's push stream) asks before it pays for
+/// [`StopResumeService::evaluate`](crate::StopResumeService::evaluate), which takes the card's
+/// lock and decides again on fresh reads. A table that says "nothing" without the device's
+/// protect period also says "nothing" with it, so skipping the locked evaluation never skips an
+/// action the table would take.
+pub fn table_asks_for_action(card: &Card, packages: &[PackageUsage], now: DateTime<Utc>) -> bool {
+    let preview = decide(card, packages, ProtectEvidence::default(), now);
+    !matches!(preview.action, Action::Nothing { .. })
+}
+
 fn plan(e: &Evidence) -> Action {
     use NetworkStatus::{Online, Stopped};
     if e.protect.active() {

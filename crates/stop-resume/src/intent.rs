@@ -9,6 +9,10 @@ use domain::{Card, CardId, GatewayOutcome, NetworkStatus, NewCardStateLog, StopR
 use tracing::{error, warn};
 
 /// How the card's new state is known after a decision was carried out.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one short-lived value per stop or start"
+)]
 pub(crate) enum Written {
     /// As read under the lock, with the decision applied (the write was the decision's).
     AsDecided,

@@ -36,7 +36,10 @@ mod service;
 mod settings;
 mod trigger;
 
-pub use decision::{Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence};
+pub use decision::{
+    Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence,
+    table_asks_for_action,
+};
 pub use device::DeviceCardOutcome;
 pub use error::StopResumeError;
 pub use protect::{ProtectChecked, protect_decision};

@@ -25,6 +25,9 @@ pub enum Trigger {
     Operator,
     /// `PATCH /assets/{type}/{id}/polling-status`.
     AssetPollingControl,
+    /// A carrier's push stream (`POST /api/carriers/{carrier_id}/stream`), after deducting
+    /// the usage it reported.
+    CarrierStream,
 }
 
 impl Trigger {
@@ -38,6 +41,7 @@ impl Trigger {
             Trigger::DataReset => "data_reset",
             Trigger::Operator => "operator",
             Trigger::AssetPollingControl => "asset_polling_control",
+            Trigger::CarrierStream => "carrier_stream",
         }
     }
 }

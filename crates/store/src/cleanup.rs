@@ -80,6 +80,7 @@ fn cleanable(table: &str) -> StoreResult<Cleanable> {
         "tb_admin_audit_log" => cleanable!("tb_admin_audit_log", "created_at"),
         "tb_polling_metrics_history" => cleanable!("tb_polling_metrics_history", "bucket_at"),
         "tb_polling_alert_history" => cleanable!("tb_polling_alert_history", "fired_at"),
+        "tb_carrier_event" => cleanable!("tb_carrier_event", "received_at"),
         "tb_data_cleanup_log" => cleanable!("tb_data_cleanup_log", "started_at"),
         "tb_polling_manual_trigger_log" => {
             cleanable!("tb_polling_manual_trigger_log", "created_at")

@@ -72,6 +72,7 @@ pub(crate) fn card(m: iot_card::Model) -> StoreResult<Card> {
             current_month_usage_mb: m.current_month_usage_mb,
             last_gateway_total_mb: m.last_gateway_total_mb,
             last_month_total_mb: m.last_month_total_mb,
+            streamed_ahead_mb: m.streamed_ahead_mb,
         },
         created_at: m.created_at,
         updated_at: m.updated_at,

@@ -2,7 +2,7 @@
 //! (`entity`) and the implementations of the store traits of `domain::store`
 //! ([`PgCardStore`], [`PgDeviceStore`], [`PgPackageStore`], [`PgPollingConfigStore`],
 //! [`PgAlertStore`], [`PgCleanupStore`], [`PgManualTriggerLogStore`], [`PgApiKeyStore`],
-//! [`PgCarrierStore`]),
+//! [`PgCarrierStore`], [`PgCarrierStreamStore`]),
 //! bundled by [`Stores`].
 //!
 //! This crate owns every SQL statement of the system. Library crates never name it: they take
@@ -42,6 +42,7 @@ mod ops;
 mod package;
 mod package_sql;
 mod sql;
+mod stream;
 mod usage;
 mod usage_history;
 
@@ -59,13 +60,14 @@ pub use manual_trigger::PgManualTriggerLogStore;
 pub use metrics_history::PgMetricsHistoryStore;
 pub use ops::PgMonitoringStore;
 pub use package::PgPackageStore;
+pub use stream::PgCarrierStreamStore;
 pub use usage_history::PgUsageHistoryStore;
 
 use domain::StoreError;
 use domain::store::{
     AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CarrierStore,
-    CleanupStore, DeviceStore, ManualTriggerLogStore, MetricsHistoryStore, MonitoringStore,
-    PackageStore, PollingConfigStore, UsageHistoryStore,
+    CarrierStreamStore, CleanupStore, DeviceStore, ManualTriggerLogStore, MetricsHistoryStore,
+    MonitoringStore, PackageStore, PollingConfigStore, UsageHistoryStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -101,6 +103,8 @@ pub struct Stores {
     pub usage_history: Arc<dyn UsageHistoryStore>,
     /// Carriers as configuration (`tb_carrier`).
     pub carriers: Arc<dyn CarrierStore>,
+    /// Carriers' push streams (`tb_carrier_event`) and the usage write of their records.
+    pub streams: Arc<dyn CarrierStreamStore>,
 }
 
 impl Stores {
@@ -119,6 +123,7 @@ impl Stores {
             admin_audit: Arc::new(PgAdminAuditStore::new(db.clone())),
             usage_history: Arc::new(PgUsageHistoryStore::new(db.clone())),
             carriers: Arc::new(PgCarrierStore::new(db.clone())),
+            streams: Arc::new(PgCarrierStreamStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }

@@ -8,11 +8,10 @@
 //! one card count every megabyte once. It holds no rule about limits or stopping.
 //!
 //! Most polls change nothing but counters. So the handler first asks `stop-resume`'s decision
-//! table (a pure function) about the card and the packages it just charged. Only when the
-//! table asks for an action does it pay for `evaluate_and_act`, which takes the card's lock and
-//! decides again on fresh reads. A table that says "nothing" without the device's protect
-//! period also says "nothing" with it, so skipping the locked evaluation never skips an action
-//! the table would take. Every other path that can change a decision (real-name, package polls,
+//! table (a pure function, `stop_resume::table_asks_for_action`) about the card and the
+//! packages it just charged. Only when the table asks for an action does it pay for
+//! `evaluate_and_act`, which takes the card's lock and decides again on fresh reads (a
+//! carrier's push stream does the same, `admin::carriers::stream`). Every other path that can change a decision (real-name, package polls,
 //! the package jobs, operators) evaluates on its own.
 
 use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler, telemetry};
@@ -21,7 +20,7 @@ use domain::{
     Card, CardId, CardIdentity, MonthUsage, PackageOwner, PackageUsage, TaskType, month_start,
 };
 use std::sync::atomic::{AtomicI64, Ordering};
-use stop_resume::{Action, ProtectEvidence, Trigger, decide};
+use stop_resume::{Trigger, table_asks_for_action};
 use tracing::{debug, warn};
 
 const TASK: TaskType = TaskType::Carddata;
@@ -72,13 +71,7 @@ impl PollingCarddataHandler {
                 self.deps.packages.usages_of(owner).await?
             }
         };
-        let preview = decide(
-            card,
-            &packages,
-            ProtectEvidence::default(),
-            self.deps.base.now(),
-        );
-        Ok(!matches!(preview.action, Action::Nothing { .. }))
+        Ok(table_asks_for_action(card, &packages, self.deps.base.now()))
     }
 
     /// The carrier's month total. A failure writes nothing: the caller reschedules the card at

@@ -62,6 +62,18 @@ impl Evaluation {
     }
 }
 
+impl Evaluation {
+    /// An evaluation that could not be carried out (the card is unchanged).
+    pub(crate) fn failed(card_id: CardId, error: &dyn std::fmt::Display) -> Self {
+        Evaluation {
+            card_id,
+            action: EvaluationAction::Failed,
+            reason: None,
+            error: Some(error.to_string()),
+        }
+    }
+}
+
 impl Admin {
     /// Re-evaluates the card after a change of its facts (packages, device binding, polling
     /// switch). The change itself is already written: a failed evaluation (carrier down, card
@@ -72,12 +84,7 @@ impl Admin {
             Ok(decision) => Evaluation::of(&decision),
             Err(e) => {
                 tracing::warn!(card_id = %card, error = %crate::Chain(&e), "re-evaluation failed; the next poll decides");
-                Evaluation {
-                    card_id: card,
-                    action: EvaluationAction::Failed,
-                    reason: None,
-                    error: Some(e.to_string()),
-                }
+                Evaluation::failed(card, &e)
             }
         }
     }

@@ -8,6 +8,7 @@
 //! test's message has every credential value of the account replaced by `***`.
 
 mod body;
+pub mod stream;
 
 use crate::AdminError;
 use crate::error::StoreResultExt;

@@ -16,7 +16,7 @@ pub const USAGE_TABLE: &str = "tb_data_usage_record";
 pub const USAGE_DEFAULT_PARTITION: &str = "tb_data_usage_record_default";
 
 /// The tables a config may name (the CHECK of `tb_data_cleanup_config.table_name`).
-pub const CLEANABLE_TABLES: [&str; 7] = [
+pub const CLEANABLE_TABLES: [&str; 8] = [
     USAGE_TABLE,
     "tb_card_state_log",
     "tb_polling_alert_history",
@@ -24,6 +24,7 @@ pub const CLEANABLE_TABLES: [&str; 7] = [
     "tb_data_cleanup_log",
     "tb_admin_audit_log",
     "tb_polling_metrics_history",
+    "tb_carrier_event",
 ];
 
 pub const MAX_RETENTION_DAYS: i32 = 3650;

@@ -26,6 +26,7 @@ mod emnify;
 mod onelink;
 mod onence;
 mod router;
+pub mod stream;
 mod token;
 pub(crate) mod transport;
 pub mod units;

@@ -3,7 +3,7 @@
 //! crate). `group_commit` holds what the three share: the retry of a lost lock conflict and
 //! the one-error-per-poll answer of a batch that wrote nothing.
 
-mod group_commit;
+pub(crate) mod group_commit;
 pub(crate) mod package;
 pub(crate) mod realname;
 pub(crate) mod usage;

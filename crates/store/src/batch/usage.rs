@@ -47,14 +47,15 @@ const SET_USAGE: &str = r#"
 UPDATE tb_iot_card c
 SET current_month_start_date = v.month_start, current_month_usage_mb = v.month_usage,
     last_gateway_total_mb = v.baseline, last_month_total_mb = v.last_month,
-    data_usage_mb = v.lifetime, updated_at = v.at, usage_recorded_at = v.at
+    streamed_ahead_mb = v.ahead, data_usage_mb = v.lifetime, updated_at = v.at,
+    usage_recorded_at = v.at
 FROM UNNEST($1::bigint[], $2::date[], $3::numeric[], $4::numeric[], $5::numeric[],
-            $6::numeric[], $7::timestamptz[])
-     AS v(id, month_start, month_usage, baseline, last_month, lifetime, at)
+            $6::numeric[], $7::timestamptz[], $8::numeric[])
+     AS v(id, month_start, month_usage, baseline, last_month, lifetime, at, ahead)
 WHERE c.id = v.id
 "#;
 
-const INSERT_USAGE_RECORDS: &str = r#"
+pub(crate) const INSERT_USAGE_RECORDS: &str = r#"
 INSERT INTO tb_data_usage_record (iot_card_id, delta_mb, month_total_mb, recorded_at)
 SELECT * FROM UNNEST($1::bigint[], $2::numeric[], $3::numeric[], $4::timestamptz[])
 "#;
@@ -189,23 +190,35 @@ async fn lock_packages<C: ConnectionTrait>(
     cards: &HashMap<CardId, Locked>,
     polls: &[UsagePoll],
 ) -> StoreResult<HashMap<PackageOwner, Vec<PackageUsage>>> {
-    let mut card_owners = Vec::new();
-    let mut device_owners = Vec::new();
-    for locked in cards.values() {
-        match PackageOwner::covering(locked.card.id, locked.card.facts.device_id) {
-            PackageOwner::Card(id) => card_owners.push(id.get()),
-            PackageOwner::Device(id) => device_owners.push(id.get()),
-        }
-    }
-    device_owners.sort_unstable();
-    device_owners.dedup();
     let (Some(earliest), Some(latest)) = (
         polls.iter().map(|p| p.now).min(),
         polls.iter().map(|p| p.now).max(),
     ) else {
         return Ok(HashMap::new());
     };
-    if cards.is_empty() {
+    lock_valid_packages(txn, cards.values().map(|l| &l.card), earliest, latest).await
+}
+
+/// The packages of the owners of `cards` valid at some time in `earliest..=latest`, locked
+/// (`FOR UPDATE`, in id order), grouped by owner, each owner's in deduction order. The usage
+/// writes (polls and push streams) lock the card rows first, then these.
+pub(crate) async fn lock_valid_packages<'a, C: ConnectionTrait>(
+    txn: &C,
+    cards: impl Iterator<Item = &'a Card>,
+    earliest: DateTime<Utc>,
+    latest: DateTime<Utc>,
+) -> StoreResult<HashMap<PackageOwner, Vec<PackageUsage>>> {
+    let mut card_owners = Vec::new();
+    let mut device_owners = Vec::new();
+    for card in cards {
+        match PackageOwner::covering(card.id, card.facts.device_id) {
+            PackageOwner::Card(id) => card_owners.push(id.get()),
+            PackageOwner::Device(id) => device_owners.push(id.get()),
+        }
+    }
+    device_owners.sort_unstable();
+    device_owners.dedup();
+    if card_owners.is_empty() && device_owners.is_empty() {
         return Ok(HashMap::new());
     }
     let rows = models::<package_usage::Entity, _>(
@@ -233,7 +246,7 @@ async fn lock_packages<C: ConnectionTrait>(
 }
 
 /// The owner's packages valid at `now`, in deduction order.
-fn valid_at(owned: &[PackageUsage], now: DateTime<Utc>) -> Vec<PackageUsage> {
+pub(crate) fn valid_at(owned: &[PackageUsage], now: DateTime<Utc>) -> Vec<PackageUsage> {
     owned
         .iter()
         .filter(|p| p.is_valid_at(now))
@@ -252,8 +265,8 @@ async fn set_counters<'a, C: ConnectionTrait>(
 ) -> StoreResult<()> {
     let mut ids = Vec::new();
     let mut starts: Vec<NaiveDate> = Vec::new();
-    let (mut month, mut baseline, mut last_month, mut lifetime) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut month, mut baseline, mut last_month, mut lifetime, mut ahead) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut at: Vec<DateTime<Utc>> = Vec::new();
     for locked in written {
         let c = &locked.card.usage;
@@ -269,6 +282,7 @@ async fn set_counters<'a, C: ConnectionTrait>(
         baseline.push(c.last_gateway_total_mb);
         last_month.push(c.last_month_total_mb);
         lifetime.push(locked.card.data_usage_mb);
+        ahead.push(c.streamed_ahead_mb);
         at.push(locked.written.unwrap_or(locked.card.updated_at));
     }
     if ids.is_empty() {
@@ -284,6 +298,7 @@ async fn set_counters<'a, C: ConnectionTrait>(
             last_month.into(),
             lifetime.into(),
             at.into(),
+            ahead.into(),
         ],
     ))
     .await

@@ -25,6 +25,8 @@ pub struct Model {
     pub current_month_start_date: Option<Date>,
     pub last_gateway_total_mb: Decimal,
     pub last_month_total_mb: Decimal,
+    /// Streamed megabytes the carrier's polled total has not shown yet (`0008`).
+    pub streamed_ahead_mb: Decimal,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
     pub deleted_at: Option<DateTimeUtc>,

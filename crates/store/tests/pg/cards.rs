@@ -272,6 +272,7 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         current_month_usage_mb: dec!(820),
         last_gateway_total_mb: dec!(820),
         last_month_total_mb: dec!(700),
+        streamed_ahead_mb: dec!(0),
     };
     let april = |day, total| -> anyhow::Result<MonthUsage> {
         Ok(MonthUsage {

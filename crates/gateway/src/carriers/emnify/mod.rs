@@ -24,7 +24,7 @@
 
 mod answers;
 mod cards;
-mod wire;
+pub(super) mod wire;
 
 #[cfg(test)]
 mod tests;

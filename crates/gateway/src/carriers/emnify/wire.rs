@@ -99,7 +99,7 @@ pub(super) struct QuotaAnswer {
 
 /// A figure as emnify writes it: a JSON number (a double, so possibly in exponent form, as a
 /// JVM writes small doubles) or a string. `None`: not a non-negative decimal.
-pub(super) fn figure(v: &Value) -> Option<Decimal> {
+pub(crate) fn figure(v: &Value) -> Option<Decimal> {
     let text = match v {
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.trim().to_owned(),
@@ -114,7 +114,7 @@ pub(super) fn figure(v: &Value) -> Option<Decimal> {
 }
 
 /// An emnify timestamp: ISO 8601 (`2019-01-31T00:00:00.000+0000` or RFC 3339), or a date.
-pub(super) fn timestamp(text: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn timestamp(text: &str) -> Option<DateTime<Utc>> {
     let t = text.trim();
     if let Ok(d) = DateTime::parse_from_rfc3339(t) {
         return Some(d.with_timezone(&Utc));
