@@ -48,7 +48,7 @@ pub struct CarrierRouter {
     tallies: Mutex<HashMap<CarrierId, Tally>>,
     /// The store's version the installed configuration was read at (`CarrierStore::version`).
     applied: Mutex<Option<StoreVersion>>,
-    /// Told how many cards each call of a configured carrier carried, once it is made: the
+    /// Told how many cards each call of a configured carrier carries, as it starts: the
     /// dispatch budget's polls pending a reservation ([`CarrierRouter::with_released`]).
     released: Option<Released>,
 }
@@ -79,8 +79,8 @@ impl CarrierRouter {
         }
     }
 
-    /// `released(cards)` after every call of a configured carrier (the cards it carried: 1, or
-    /// the batch's). The worker wires it to `HttpGateway::released`: polls the dispatch handed
+    /// `released(cards)` as every call of a configured carrier starts (the cards it carries: 1,
+    /// or the batch's). The worker wires it to `HttpGateway::released`: polls the dispatch handed
     /// out count against its budget room until their query is made, and the default gateway
     /// sees only its own calls.
     #[must_use]
@@ -279,15 +279,17 @@ impl CarrierRouter {
         Fut: std::future::Future<Output = Result<T, GatewayError>>,
     {
         let (gw, configured) = self.route(carrier);
+        if configured && let Some(released) = &self.released {
+            // The call reserves its slot as it starts (the bucket books it at once, even while
+            // it waits for the slot): from now the bucket counts it, the pending polls must not.
+            released(cards);
+        }
         let res = match gw {
             Ok(gw) => call(gw).await,
             Err(e) => Err(e),
         };
         if configured {
             self.tally(carrier, &res);
-            if let Some(released) = &self.released {
-                released(cards);
-            }
         }
         res
     }
