@@ -165,9 +165,10 @@ impl HttpGateway {
             let cards = calls.saturating_mul(p.cards_per_call.max(1));
             room = Some(room.map_or(cards, |r| r.min(cards)));
             if cards == 0 {
-                // The slot at the horizon frees once the booking has come that close.
-                let slot = Duration::from_secs_f64(1.0 / f64::from(p.rate));
-                free_in = free_in.max(booked.saturating_sub(horizon) + slot);
+                // Room comes back as soon as the booking is under the horizon again. Not a
+                // slot later: a loop that waited longer than one that just dispatched would
+                // lose every slot to it (one task type served, the others starved).
+                free_in = free_in.max(booked.saturating_sub(horizon) + Duration::from_millis(1));
             }
         }
         room.map(|room| {

@@ -252,7 +252,7 @@ async fn a_configured_carrier_paces_the_dispatch_in_cards_per_call_and_says_when
         .dispatch_room_with(Duration::from_secs(1), &[onelink])
         .await;
     assert_eq!(room.map(|r| r.cards), Some(800));
-    // Booked past a 0.3 s horizon: no room; the next slot within it frees in 0.1 + 0.1 s.
+    // Booked past a 0.3 s horizon: no room until the booking is under it again, in 0.1 s.
     let room = gw
         .dispatch_room_with(Duration::from_millis(300), &[onelink])
         .await;
@@ -260,7 +260,7 @@ async fn a_configured_carrier_paces_the_dispatch_in_cards_per_call_and_says_when
         room,
         Some(crate::DispatchRoom {
             cards: 0,
-            free_in: Duration::from_millis(200),
+            free_in: Duration::from_millis(101),
         })
     );
     drop(sim);
