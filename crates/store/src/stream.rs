@@ -9,17 +9,17 @@
 //! not move, so a poll in flight across a push still applies its total.
 
 use crate::batch::group_commit;
-use crate::batch::usage::{INSERT_USAGE_RECORDS, lock_valid_packages, valid_at};
+use crate::batch::usage::{CounterColumns, INSERT_USAGE_RECORDS, lock_valid_packages, valid_at};
 use crate::convert;
 use crate::entity::iot_card;
 use crate::error::db_err;
 use crate::sql::{col, stmt};
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use domain::store::{CarrierStreamStore, StoreResult};
 use domain::{
-    Card, CardId, CarrierId, DeductionStep, Megabytes, PackageOwner, PackageUsageId, StoreError,
-    StreamOutcome, StreamWrite, StreamedCard, StreamedUsage, apply_streamed, plan_deduction,
+    Card, CardId, CarrierId, DeductionStep, Megabytes, PackageOwner, PackageUsageId, StreamOutcome,
+    StreamWrite, StreamedCard, StreamedUsage, apply_streamed, plan_deduction,
 };
 use rust_decimal::Decimal;
 use sea_orm::{
@@ -290,29 +290,22 @@ async fn set_counters<'a, C: ConnectionTrait>(
     written: impl Iterator<Item = &'a Locked>,
     now: DateTime<Utc>,
 ) -> StoreResult<()> {
-    let mut ids = Vec::new();
-    let mut starts: Vec<NaiveDate> = Vec::new();
-    let (mut month, mut baseline, mut last_month, mut ahead, mut lifetime) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut cols = CounterColumns::default();
     for locked in written {
-        let c = &locked.card.usage;
-        let Some(start) = c.current_month_start_date else {
-            return Err(StoreError::Invalid(format!(
-                "card {}: counters written without a month",
-                locked.card.id
-            )));
-        };
-        ids.push(locked.card.id.get());
-        starts.push(start);
-        month.push(c.current_month_usage_mb);
-        baseline.push(c.last_gateway_total_mb);
-        last_month.push(c.last_month_total_mb);
-        ahead.push(c.streamed_ahead_mb);
-        lifetime.push(locked.card.data_usage_mb);
+        cols.push(&locked.card)?;
     }
-    if ids.is_empty() {
+    if cols.ids.is_empty() {
         return Ok(());
     }
+    let CounterColumns {
+        ids,
+        starts,
+        month,
+        baseline,
+        last_month,
+        ahead,
+        lifetime,
+    } = cols;
     txn.execute_raw(stmt(
         SET_COUNTERS,
         [

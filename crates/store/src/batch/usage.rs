@@ -263,31 +263,24 @@ async fn set_counters<'a, C: ConnectionTrait>(
     txn: &C,
     written: impl Iterator<Item = &'a Locked>,
 ) -> StoreResult<()> {
-    let mut ids = Vec::new();
-    let mut starts: Vec<NaiveDate> = Vec::new();
-    let (mut month, mut baseline, mut last_month, mut lifetime, mut ahead) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut cols = CounterColumns::default();
     let mut at: Vec<DateTime<Utc>> = Vec::new();
     for locked in written {
-        let c = &locked.card.usage;
-        let Some(start) = c.current_month_start_date else {
-            return Err(StoreError::Invalid(format!(
-                "card {}: counters written without a month",
-                locked.card.id
-            )));
-        };
-        ids.push(locked.card.id.get());
-        starts.push(start);
-        month.push(c.current_month_usage_mb);
-        baseline.push(c.last_gateway_total_mb);
-        last_month.push(c.last_month_total_mb);
-        lifetime.push(locked.card.data_usage_mb);
-        ahead.push(c.streamed_ahead_mb);
+        cols.push(&locked.card)?;
         at.push(locked.written.unwrap_or(locked.card.updated_at));
     }
-    if ids.is_empty() {
+    if cols.ids.is_empty() {
         return Ok(());
     }
+    let CounterColumns {
+        ids,
+        starts,
+        month,
+        baseline,
+        last_month,
+        ahead,
+        lifetime,
+    } = cols;
     txn.execute_raw(stmt(
         SET_USAGE,
         [
@@ -304,6 +297,40 @@ async fn set_counters<'a, C: ConnectionTrait>(
     .await
     .map_err(db_err)?;
     Ok(())
+}
+
+/// The month counters of the cards a transaction wrote, as the columns of one `UPDATE
+/// tb_iot_card ... FROM unnest(...)`: the usage poll's (`SET_USAGE`) and the push stream's.
+#[derive(Default)]
+pub(crate) struct CounterColumns {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) starts: Vec<NaiveDate>,
+    pub(crate) month: Vec<Decimal>,
+    pub(crate) baseline: Vec<Decimal>,
+    pub(crate) last_month: Vec<Decimal>,
+    pub(crate) ahead: Vec<Decimal>,
+    pub(crate) lifetime: Vec<Decimal>,
+}
+
+impl CounterColumns {
+    /// Adds `card`'s counters; counters are never written without their month.
+    pub(crate) fn push(&mut self, card: &Card) -> StoreResult<()> {
+        let c = &card.usage;
+        let Some(start) = c.current_month_start_date else {
+            return Err(StoreError::Invalid(format!(
+                "card {}: counters written without a month",
+                card.id
+            )));
+        };
+        self.ids.push(card.id.get());
+        self.starts.push(start);
+        self.month.push(c.current_month_usage_mb);
+        self.baseline.push(c.last_gateway_total_mb);
+        self.last_month.push(c.last_month_total_mb);
+        self.ahead.push(c.streamed_ahead_mb);
+        self.lifetime.push(card.data_usage_mb);
+        Ok(())
+    }
 }
 
 /// The usage rows of the batch, as columns.
