@@ -171,12 +171,7 @@ async fn throughput(
     let secs = started.elapsed().as_secs_f64();
     shutdown.cancel();
     running.await.context("scheduler task")?;
-    sim.shutdown().await?;
-    redis
-        .quit()
-        .await
-        .context("close the worker's Redis pool")?;
-    env.clean_redis(&prefix).await?;
+    tear_down(env, sim, &redis, &prefix).await?;
     let d = [0, 1, 2, 3].map(|i| after[i] - before[i]);
     let checks = d[0] as f64 / secs;
     let calls_per_check = (calls_after - calls_before) as f64 / d[0].max(1) as f64;
@@ -290,12 +285,7 @@ async fn quota_round(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Vec
     let calls = usage_calls(&sim);
     shutdown.cancel();
     running.await.context("scheduler task")?;
-    sim.shutdown().await?;
-    redis
-        .quit()
-        .await
-        .context("close the worker's Redis pool")?;
-    env.clean_redis(&prefix).await?;
+    tear_down(env, sim, &redis, &prefix).await?;
     println!(
         "  quota round: {n} cards, {} ok, {} failed, {} requeued; {calls} usage calls; round {round:?} s, crossing cards stopped {stopped_at_end}/{} at {all_stopped:?} s (floor {floor:.1} s)",
         counts[0],
@@ -339,6 +329,22 @@ async fn quota_round(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Vec
         all_stopped.map_or("never".to_owned(), |s| format!("{s:.1}"))
     ));
     Ok(vec![round_row, starvation_row])
+}
+
+/// Stops the sim, closes the node's Redis pool and removes its keys.
+async fn tear_down(
+    env: &BenchEnv,
+    sim: SimHandle,
+    redis: &fred::prelude::Pool,
+    prefix: &str,
+) -> anyhow::Result<()> {
+    sim.shutdown().await?;
+    redis
+        .quit()
+        .await
+        .context("close the worker's Redis pool")?;
+    env.clean_redis(prefix).await?;
+    Ok(())
 }
 
 /// How many of the cards `ids` (a comma-separated list) are stopped.
