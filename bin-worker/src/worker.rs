@@ -10,7 +10,8 @@ use settings::Settings;
 use std::sync::Arc;
 use std::time::Duration;
 use task_handlers::{
-    ActivationCheck, DataReset, HandlerDeps, HandlerSettings, PackageJobs, build_registry,
+    ActivationCheck, CarrierSync, DataReset, HandlerDeps, HandlerSettings, PackageJobs,
+    build_registry,
 };
 
 /// How long running polls may finish after SIGTERM.
@@ -117,6 +118,16 @@ pub(crate) async fn run(settings: Settings) -> anyhow::Result<()> {
     .with_budget(Arc::new(GatewayBudget::new(http, carriers.clone())))
     .with_job(Box::new(ActivationCheck(jobs.clone())))
     .with_job(Box::new(DataReset(jobs)));
+    let scheduler = if c.settings.carrier_sync_pages == 0 {
+        scheduler
+    } else {
+        scheduler.with_job(Box::new(CarrierSync::new(
+            deps.polling(),
+            c.core.stores.carriers.clone(),
+            c.core.stores.syncs.clone(),
+            c.settings.carrier_sync_pages,
+        )))
+    };
     let scheduler = admin::jobs::periodic_jobs(
         admin::jobs::JobStores {
             monitoring: c.core.stores.monitoring.clone(),

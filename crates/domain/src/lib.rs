@@ -49,6 +49,7 @@ pub mod periodic;
 mod ratelimit;
 pub mod store;
 mod stream;
+mod sync;
 mod task;
 mod usage;
 
@@ -69,6 +70,7 @@ pub use package::*;
 pub use ratelimit::MockRateLimiter;
 pub use ratelimit::{CallClass, RateLimitError, RateLimiter};
 pub use stream::*;
+pub use sync::*;
 pub use task::{ParseTaskTypeError, TaskType};
 pub use usage::*;
 

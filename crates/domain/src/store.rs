@@ -20,6 +20,9 @@ pub use crate::ops::{MockMetricsHistoryStore, MockMonitoringStore, MockUsageHist
 pub use crate::stream::CarrierStreamStore;
 #[cfg(any(test, feature = "mock"))]
 pub use crate::stream::MockCarrierStreamStore;
+pub use crate::sync::CarrierSyncStore;
+#[cfg(any(test, feature = "mock"))]
+pub use crate::sync::MockCarrierSyncStore;
 use crate::{
     Card, CardFilter, CardId, CardMatchFields, CardStateLog, CarrierPackage, DeductionStep, Device,
     DeviceId, GatewayOutcome, Megabytes, MonthUsage, NewCard, NewCardStateLog, NewDevice,

@@ -353,6 +353,16 @@ impl CarrierGateway for BatchingGateway {
         self.inner.network_status_batch(carrier, iccids).await
     }
 
+    /// A listing is one call already: no lane.
+    async fn sync_page(
+        &self,
+        carrier: CarrierId,
+        since: chrono::DateTime<chrono::Utc>,
+        page: u32,
+    ) -> Result<domain::SyncPage, GatewayError> {
+        self.inner.sync_page(carrier, since, page).await
+    }
+
     async fn probe(&self, carrier: CarrierId) -> Result<(), GatewayError> {
         self.inner.probe(carrier).await
     }

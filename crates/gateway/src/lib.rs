@@ -121,6 +121,19 @@ mod gateway_trait {
             Ok(out)
         }
 
+        /// Page `page` (from 1) of the carrier's own listing of its cards, for the record sync
+        /// (`domain::SyncPage`): Control Center's Search Devices of the devices changed since
+        /// `since`, 1NCE's SIM list (every SIM; `since` is not used). Protocols without such a
+        /// listing: [`GatewayError::Unsupported`].
+        async fn sync_page(
+            &self,
+            _carrier: CarrierId,
+            _since: chrono::DateTime<chrono::Utc>,
+            _page: u32,
+        ) -> Result<domain::SyncPage, GatewayError> {
+            Err(GatewayError::Unsupported("sync"))
+        }
+
         /// One harmless authenticated call (the admin API's "test connection"): `Ok` when the
         /// platform accepted the credentials and answered as documented.
         async fn probe(&self, _carrier: CarrierId) -> Result<(), GatewayError> {

@@ -88,6 +88,10 @@ pub struct Settings {
     /// real-name, usage or network-status query of a carrier whose protocol answers several
     /// cards a call waits for company before its batch call goes.
     pub batch_linger: Duration,
+    /// `CMP_CARRIER_SYNC_PAGES` (default 20; 0 = off): most pages of a carrier's own listing
+    /// (Control Center's Search Devices since the watermark, 1NCE's SIM list) the record sync
+    /// reads per carrier each minute, on one node of the cluster.
+    pub carrier_sync_pages: u32,
     /// `CMP_CHECK_INTERVAL_SECS` (default 21600 = 6 h; 0 = off): how often one worker of the
     /// cluster runs the queue check (`cmp-worker check`, reporting only) and exports its counts.
     pub check_interval: Duration,
@@ -137,6 +141,7 @@ impl Settings {
             gateway_rate_limit: src.parse("CMP_GATEWAY_RATE_LIMIT", 0, 0..=1_000_000)?,
             gateway_rate_limits: src.rate_limits("CMP_GATEWAY_RATE_LIMITS")?,
             batch_linger: src.duration("CMP_BATCH_LINGER_MS", 20, 0..=10_000)?,
+            carrier_sync_pages: src.parse("CMP_CARRIER_SYNC_PAGES", 20, 0..=10_000)?,
             check_interval: src.duration("CMP_CHECK_INTERVAL_SECS", 21_600, 0..=7 * 86_400)?,
             timezone: src.parse_any("CMP_TIMEZONE", "Asia/Shanghai")?,
             log_filter: src.string(

@@ -130,3 +130,19 @@ fn the_batch_linger_defaults_to_20_ms_and_a_bad_one_names_the_variable() {
         assert!(err.to_string().starts_with("CMP_BATCH_LINGER_MS="), "{err}");
     }
 }
+
+#[test]
+fn the_carrier_sync_reads_20_pages_a_run_by_default_and_a_bad_count_names_the_variable() {
+    let default = Settings::from_source(&env(&[])).expect("valid");
+    assert_eq!(default.carrier_sync_pages, 20);
+    let off = Settings::from_source(&env(&[("CMP_CARRIER_SYNC_PAGES", "0")])).expect("valid");
+    assert_eq!(off.carrier_sync_pages, 0);
+    for bad in ["-1", "10001", "many"] {
+        let err =
+            Settings::from_source(&env(&[("CMP_CARRIER_SYNC_PAGES", bad)])).expect_err("must fail");
+        assert!(
+            err.to_string().starts_with("CMP_CARRIER_SYNC_PAGES="),
+            "{err}"
+        );
+    }
+}

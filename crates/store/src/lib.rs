@@ -43,6 +43,7 @@ mod package;
 mod package_sql;
 mod sql;
 mod stream;
+mod sync;
 mod usage;
 mod usage_history;
 
@@ -61,13 +62,14 @@ pub use metrics_history::PgMetricsHistoryStore;
 pub use ops::PgMonitoringStore;
 pub use package::PgPackageStore;
 pub use stream::PgCarrierStreamStore;
+pub use sync::PgCarrierSyncStore;
 pub use usage_history::PgUsageHistoryStore;
 
 use domain::StoreError;
 use domain::store::{
     AdminAuditStore, AlertStore, ApiKeyStore, CardAdminStore, CardStore, CarrierStore,
-    CarrierStreamStore, CleanupStore, DeviceStore, ManualTriggerLogStore, MetricsHistoryStore,
-    MonitoringStore, PackageStore, PollingConfigStore, UsageHistoryStore,
+    CarrierStreamStore, CarrierSyncStore, CleanupStore, DeviceStore, ManualTriggerLogStore,
+    MetricsHistoryStore, MonitoringStore, PackageStore, PollingConfigStore, UsageHistoryStore,
 };
 use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 use std::sync::Arc;
@@ -105,6 +107,8 @@ pub struct Stores {
     pub carriers: Arc<dyn CarrierStore>,
     /// Carriers' push streams (`tb_carrier_event`) and the usage write of their records.
     pub streams: Arc<dyn CarrierStreamStore>,
+    /// Carriers' record sync (`tb_carrier_sync`) and the cards a listing page names.
+    pub syncs: Arc<dyn CarrierSyncStore>,
 }
 
 impl Stores {
@@ -124,6 +128,7 @@ impl Stores {
             usage_history: Arc::new(PgUsageHistoryStore::new(db.clone())),
             carriers: Arc::new(PgCarrierStore::new(db.clone())),
             streams: Arc::new(PgCarrierStreamStore::new(db.clone())),
+            syncs: Arc::new(PgCarrierSyncStore::new(db.clone())),
             api_keys: Arc::new(PgApiKeyStore::new(db)),
         }
     }

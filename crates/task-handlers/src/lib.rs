@@ -14,6 +14,7 @@
 //! * [`PackageJobs`]: the periodic package activation check and monthly data reset, run by the
 //!   scheduler as [`ActivationCheck`] and [`DataReset`].
 
+mod carrier_sync;
 mod error;
 mod flow;
 mod handler;
@@ -29,6 +30,7 @@ mod registry;
 mod snapshots;
 mod telemetry;
 
+pub use carrier_sync::{CarrierSync, PageEffects, SYNC_EVERY, SYNC_OVERLAP, SyncReport};
 pub use error::{BatchedReadError, HandlerError};
 pub use flow::Polled;
 pub use handler::{Outcome, Registry, TaskHandler};

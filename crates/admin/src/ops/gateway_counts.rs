@@ -130,6 +130,16 @@ impl CarrierGateway for CountingGateway {
         res
     }
 
+    /// Not counted as a poll: a listing serves many cards (`cmp_carrier_sync_*` count it).
+    async fn sync_page(
+        &self,
+        carrier: CarrierId,
+        since: chrono::DateTime<chrono::Utc>,
+        page: u32,
+    ) -> Result<domain::SyncPage, GatewayError> {
+        self.inner.sync_page(carrier, since, page).await
+    }
+
     /// Not counted: a probe is an operator's test, not polling traffic.
     async fn probe(&self, carrier: CarrierId) -> Result<(), GatewayError> {
         self.inner.probe(carrier).await

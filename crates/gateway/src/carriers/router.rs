@@ -317,6 +317,14 @@ impl CarrierGateway for Refusing {
     async fn start(&self, _: CarrierId, _: &str) -> Result<NetworkStatus, GatewayError> {
         Err(GatewayError::Auth(self.0.clone()))
     }
+    async fn sync_page(
+        &self,
+        _: CarrierId,
+        _: chrono::DateTime<chrono::Utc>,
+        _: u32,
+    ) -> Result<domain::SyncPage, GatewayError> {
+        Err(GatewayError::Auth(self.0.clone()))
+    }
     async fn probe(&self, _: CarrierId) -> Result<(), GatewayError> {
         Err(GatewayError::Auth(self.0.clone()))
     }

@@ -6,6 +6,7 @@ use crate::{Keys, QueueError, RedisKey, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
+use fred::types::sorted_sets::Ordering;
 use fred::types::{SetOptions, Value};
 use std::collections::BTreeSet;
 use std::{sync::Arc, time::Duration};
@@ -176,11 +177,38 @@ impl PollingQueueManager {
         self.zadd(task, entries, Some(SetOptions::XX)).await
     }
 
+    /// Moves each card to its time only if it is still queued and due earlier (`ZADD XX GT`):
+    /// a poll answered by other means (the carrier record sync) is not asked again before its
+    /// interval, and never earlier than it was due; a card removed meanwhile is not resurrected.
+    pub async fn postpone_many(
+        &self,
+        task: TaskType,
+        entries: &[(CardId, DateTime<Utc>)],
+    ) -> Result<(), QueueError> {
+        self.zadd_ordered(
+            task,
+            entries,
+            Some(SetOptions::XX),
+            Some(Ordering::GreaterThan),
+        )
+        .await
+    }
+
     async fn zadd(
         &self,
         task: TaskType,
         entries: &[(CardId, DateTime<Utc>)],
         opt: Option<SetOptions>,
+    ) -> Result<(), QueueError> {
+        self.zadd_ordered(task, entries, opt, None).await
+    }
+
+    async fn zadd_ordered(
+        &self,
+        task: TaskType,
+        entries: &[(CardId, DateTime<Utc>)],
+        opt: Option<SetOptions>,
+        ordering: Option<Ordering>,
     ) -> Result<(), QueueError> {
         if entries.is_empty() {
             return Ok(());
@@ -189,8 +217,8 @@ impl PollingQueueManager {
         for (shard, members) in group_by_shard(entries, self.settings.shard_count) {
             let key = self.keys.shard_queue(shard, task);
             for chunk in members.chunks(CHUNK) {
-                let (k, o) = (key.as_str(), opt.clone());
-                let _: () = pipe.zadd(k, o, None, false, false, chunk.to_vec()).await?;
+                let (k, o, g) = (key.as_str(), opt.clone(), ordering.clone());
+                let _: () = pipe.zadd(k, o, g, false, false, chunk.to_vec()).await?;
             }
         }
         // In the same round trip: wake the loops for the shards that got entries due soon.

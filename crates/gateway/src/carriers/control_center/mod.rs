@@ -19,7 +19,8 @@
 //! * `packages`: an empty list, without a request: a device has one rate plan, named only; the
 //!   device answers carry no data allowance to build a [`CarrierPackage`] from.
 //! * No batch call: `batch_size` is 1. Search Devices (`GET /v1/devices?modifiedSince=…`, pages
-//!   of 50) is [`ControlCenter::modified_since`], for a delta sync; the trait has no such call.
+//!   of 50) is [`ControlCenter::modified_since`], and the record sync's listing (`sync_page`:
+//!   the devices changed since the watermark, their SIM status).
 
 mod search;
 mod wire;
@@ -213,6 +214,15 @@ impl CarrierGateway for ControlCenter {
     }
 
     /// Search Devices modified since now, one record: authenticated, harmless, tiny.
+    async fn sync_page(
+        &self,
+        _: CarrierId,
+        since: chrono::DateTime<chrono::Utc>,
+        page: u32,
+    ) -> Result<domain::SyncPage, GatewayError> {
+        self.listing(since, page).await
+    }
+
     async fn probe(&self, _: CarrierId) -> Result<(), GatewayError> {
         self.search(self.clock.now(), 1, 1, "probe")
             .await

@@ -5,7 +5,7 @@ use super::ControlCenter;
 use super::wire::network_of;
 use crate::{AnswerFault, GatewayError};
 use chrono::{DateTime, Utc};
-use domain::NetworkStatus;
+use domain::{NetworkStatus, SyncPage, SyncScope, SyncedCard};
 use serde::Deserialize;
 
 /// Records one Search Devices page may hold (Cisco: "Page size is limited to 50 records").
@@ -118,5 +118,31 @@ impl ControlCenter {
             ));
         }
         Ok(found)
+    }
+}
+
+impl ControlCenter {
+    /// Search Devices as a record-sync page: the devices changed since `since`. The record
+    /// carries no real-name (Control Center has none), only the SIM status; a device with an
+    /// undocumented status is listed with no network status.
+    pub(super) async fn listing(
+        &self,
+        since: DateTime<Utc>,
+        page: u32,
+    ) -> Result<SyncPage, GatewayError> {
+        let found = self.modified_since(since, page).await?;
+        Ok(SyncPage {
+            scope: SyncScope::ChangedSince,
+            cards: found
+                .devices
+                .into_iter()
+                .map(|d| SyncedCard {
+                    iccid: d.iccid,
+                    network: d.network.ok(),
+                    realname: None,
+                })
+                .collect(),
+            last_page: found.last_page,
+        })
     }
 }

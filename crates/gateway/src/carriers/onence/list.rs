@@ -1,10 +1,11 @@
 //! The SIM list (`GET /v1/sims`), a page at a time: it cannot be filtered by ICCID, so it
-//! serves no batch, only the probe (and the admin API's look at an account).
+//! serves no batch; it serves the probe and the record sync (`sync_page`: every SIM of the
+//! account, a hundred a call, with the real-name status the per-card query would answer).
 
 use super::OneNce;
 use super::wire::{SimAnswer, with_query};
 use crate::GatewayError;
-use domain::NetworkStatus;
+use domain::{NetworkStatus, RealNameStatus, SyncPage, SyncScope, SyncedCard};
 
 /// Most SIMs one page of `GET /v1/sims` holds (the documented maximum of `pageSize`).
 pub(crate) const PAGE_SIZE_MAX: u32 = 100;
@@ -62,6 +63,33 @@ impl OneNce {
             page: current.and_then(|p| u32::try_from(p).ok()).unwrap_or(page),
             total_count,
             total_pages,
+        })
+    }
+}
+
+impl OneNce {
+    /// Page `page` of the SIM list as a record-sync page. Every listed SIM is `Verified`, as
+    /// [`OneNce`]'s per-card real-name query answers for a SIM the platform knows. The last page
+    /// is the one `X-Total-Pages` names, else the first one short of a full page.
+    pub(crate) async fn listing(&self, page: u32) -> Result<SyncPage, GatewayError> {
+        let found = self.sims_page(page).await?;
+        let full = found.sims.len() >= PAGE_SIZE_MAX as usize;
+        let last_page = match found.total_pages {
+            Some(total) => u64::from(found.page) >= total,
+            None => !full,
+        };
+        Ok(SyncPage {
+            scope: SyncScope::Everything,
+            cards: found
+                .sims
+                .into_iter()
+                .map(|(iccid, network)| SyncedCard {
+                    iccid,
+                    network: network.ok(),
+                    realname: Some(RealNameStatus::Verified),
+                })
+                .collect(),
+            last_page,
         })
     }
 }

@@ -17,7 +17,8 @@
 //! - Stop / start: `PUT /v1/sims/{iccid}` `{"iccid", "status": "Disabled" | "Enabled"}`.
 //! - Network status: `status` of `GET /v1/sims/{iccid}` (`Enabled` / `Disabled`).
 //! - No batch: the SIM list cannot be filtered by ICCID, so every query is per card
-//!   ([`OneNce::sims_page`] reads the list a page at a time, with the totals of its headers).
+//!   ([`OneNce::sims_page`] reads the list a page at a time, with the totals of its headers;
+//!   the record sync reads the whole list that way, `sync_page`).
 
 mod list;
 mod usage;
@@ -317,6 +318,15 @@ impl CarrierGateway for OneNce {
         // The list (`GET /v1/sims`) filters by IMEI and IP address only: no call answers a
         // chosen set of cards.
         1
+    }
+
+    async fn sync_page(
+        &self,
+        _: CarrierId,
+        _since: chrono::DateTime<chrono::Utc>,
+        page: u32,
+    ) -> Result<domain::SyncPage, GatewayError> {
+        self.listing(page).await
     }
 
     async fn probe(&self, _: CarrierId) -> Result<(), GatewayError> {

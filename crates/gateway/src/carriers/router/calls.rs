@@ -4,7 +4,8 @@
 use super::CarrierRouter;
 use crate::{CarrierGateway, GatewayError};
 use async_trait::async_trait;
-use domain::{CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus};
+use chrono::{DateTime, Utc};
+use domain::{CarrierId, CarrierPackage, MonthUsage, NetworkStatus, RealNameStatus, SyncPage};
 
 #[async_trait]
 impl CarrierGateway for CarrierRouter {
@@ -103,6 +104,19 @@ impl CarrierGateway for CarrierRouter {
     ) -> Result<Vec<Result<NetworkStatus, GatewayError>>, GatewayError> {
         self.with_route((carrier, iccids.len()), |g| async move {
             g.network_status_batch(carrier, iccids).await
+        })
+        .await
+    }
+
+    async fn sync_page(
+        &self,
+        carrier: CarrierId,
+        since: DateTime<Utc>,
+        page: u32,
+    ) -> Result<SyncPage, GatewayError> {
+        // No poll waits on a listing: it releases no pending card.
+        self.with_route((carrier, 0), |g| async move {
+            g.sync_page(carrier, since, page).await
         })
         .await
     }

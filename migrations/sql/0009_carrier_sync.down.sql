@@ -1,0 +1,1 @@
+DROP TABLE tb_carrier_sync;
