@@ -130,3 +130,29 @@ async fn carrier_round_ratio_rules_are_accepted_without_a_task_type() {
     let p = a.problem(StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(p["errors"][0]["pointer"], "/task_type");
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_the_route_and_the_metric() {
+    let w = World::new().await;
+    let req = Request::builder()
+        .uri("/api/openapi.json")
+        .body(Body::empty())
+        .unwrap();
+    let a = w.send(req).await;
+    let doc = a.ok(StatusCode::OK);
+    let op = &doc["paths"]["/api/admin/carriers/budget"]["get"];
+    assert_eq!(op["operationId"], "get_carriers_budget");
+    assert_eq!(
+        op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/BudgetReport"
+    );
+    let schemas = &doc["components"]["schemas"];
+    for name in ["BudgetReport", "CarrierBudget", "TaskBudget"] {
+        assert!(schemas[name].is_object(), "{name}");
+    }
+    let metrics = schemas["AlertMetric"]["enum"].as_array().unwrap();
+    assert!(
+        metrics.contains(&json!("carrier_round_ratio")),
+        "{metrics:?}"
+    );
+}
