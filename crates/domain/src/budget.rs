@@ -37,6 +37,10 @@ pub fn calls_per_sec(cards: u64, interval_secs: u64, cards_per_call: u32) -> f64
     cards as f64 / per_round
 }
 
+/// How far above 1 a ratio must be to count as over the budget (sums of quotients in `f64`
+/// land a few ulps either side of an exact 1).
+pub const RATIO_NOISE: f64 = 1e-9;
+
 /// `F = max(1, demand / allowed)`: how many intervals a round takes (`allowed` `None`: no
 /// limit, 1).
 pub fn round_ratio(demand: f64, allowed: Option<f64>) -> f64 {
@@ -62,7 +66,8 @@ pub struct TaskBudget {
     /// `interval_secs × round_ratio`: how long polling every one of these cards once takes at
     /// the carrier's budget.
     pub round_secs: f64,
-    /// `round_secs > interval_secs`: the budget cannot keep these cards at their interval.
+    /// `round_secs > interval_secs` (beyond float noise): the budget cannot keep these cards at
+    /// their interval.
     pub over: bool,
 }
 
@@ -134,7 +139,9 @@ impl CarrierBudget {
                     cards_per_call,
                     demand_calls_per_sec: calls_per_sec(cards, interval_secs, cards_per_call),
                     round_secs,
-                    over: round_secs > interval_secs as f64,
+                    // Past the interval by more than float noise: a demand equal to the budget
+                    // is not over it.
+                    over: ratio > 1.0 + RATIO_NOISE,
                 }
             })
             .collect();
