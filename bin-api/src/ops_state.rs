@@ -3,6 +3,7 @@
 
 use admin::alert_metrics::MetricReader;
 use admin::alerts::AlertService;
+use admin::budget::{BudgetService, BudgetStores};
 use admin::carriers::CarrierService;
 use admin::cleanup::CleanupService;
 use admin::concurrency::{ConcurrencyService, default_max};
@@ -26,6 +27,8 @@ pub(crate) struct OpsServices {
     pub(crate) history: HistoryService,
     /// Carriers as configuration, their health board and connection test.
     pub(crate) carriers: CarrierService,
+    /// The carriers' budget figures the worker's `carrier_budget` job publishes.
+    pub(crate) budget: BudgetService,
 }
 
 /// The operations services over the process's shared parts.
@@ -61,6 +64,7 @@ pub(crate) fn build(settings: &Settings, p: &Core) -> OpsServices {
                 p.queue.clone(),
                 recent.clone(),
                 initializer,
+                recent.budget_board(),
                 p.clock.clone(),
             ),
             TaskCounters::new(p.redis.clone(), p.keys.clone(), p.clock.clone()),
@@ -71,6 +75,16 @@ pub(crate) fn build(settings: &Settings, p: &Core) -> OpsServices {
             p.stores.carriers.clone(),
             CarrierHealthBoard::new(p.redis.clone(), p.keys.clone()),
             settings.timezone,
+            p.clock.clone(),
+        ),
+        budget: BudgetService::new(
+            BudgetStores {
+                carriers: p.stores.carriers.clone(),
+                cards: p.stores.card_admin.clone(),
+                configs: p.stores.configs.clone(),
+            },
+            recent.carrier_calls(),
+            recent.budget_board(),
             p.clock.clone(),
         ),
         cleanup: CleanupService::new(

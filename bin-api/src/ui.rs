@@ -34,6 +34,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("configs.js", JS, include_str!("../ui/configs.js")),
     ("ops.js", JS, include_str!("../ui/ops.js")),
     ("alerts.js", JS, include_str!("../ui/alerts.js")),
+    ("budget.js", JS, include_str!("../ui/budget.js")),
     ("carriers.js", JS, include_str!("../ui/carriers.js")),
     ("app.js", JS, include_str!("../ui/app.js")),
 ];

@@ -268,6 +268,8 @@ try {
   await page.waitForSelector('[data-test-result="9901"].bad');
   await page.click('[data-action="carrier-toggle-9901"]');
   await page.waitForFunction(() => document.querySelector('[data-enabled="9901"]')?.textContent === 'no');
+  // The carriers' budget panels (or the note that no worker computed them yet) under the table.
+  await page.waitForSelector('#carrier-budget, [data-budget-none]');
   await shot('carriers');
 
   for (const p of ['concurrency', 'cleanup', 'audit']) {

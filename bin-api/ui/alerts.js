@@ -4,7 +4,7 @@
   'use strict';
   const h = CMP.h, t = I18N.t;
   const METRICS = ['due_backlog', 'oldest_due_age', 'failure_rate', 'gateway_error_rate',
-    'gateway_throttle_rate', 'stops_per_minute', 'queue_depth', 'initializer_failed'];
+    'gateway_throttle_rate', 'stops_per_minute', 'queue_depth', 'initializer_failed', 'carrier_round_ratio'];
   const TYPES = ['', 'realname', 'carddata', 'package', 'protect'];
   const REASONS = ['', 'not_realname', 'no_package', 'traffic_exhausted', 'protect', 'manual'];
   const OPERATORS = ['>', '>=', '<', '<='];

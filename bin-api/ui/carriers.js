@@ -1,7 +1,8 @@
 // Carriers: each carrier platform (protocol, base URL, budget, enabled) with the health the
 // workers publish, an editor whose credential inputs are the chosen protocol's fields (write-
 // only: blank on edit, and a blank field keeps its stored value), enable/disable and a
-// connection test. Admin keys only see the controls.
+// connection test. Admin keys only see the controls. Under the table, each carrier's call budget
+// against its cards' demand (budget.js).
 (function () {
   'use strict';
   const h = CMP.h, t = I18N.t;
@@ -146,7 +147,8 @@
         onclick: function () { editing = {}; CMP.route(); } }, t('new_carrier'))) : null,
       admin && editing ? editor(editing) : null,
       CMP.panel(null, CMP.table(cols, r.data.items)),
-      h('p', { class: 'muted' }, t('carriers_note')));
+      h('p', { class: 'muted' }, t('carriers_note')),
+      await CMP.carrierBudget());
   }
 
   CMP.pages.carriers = { render: render };

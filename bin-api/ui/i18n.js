@@ -61,6 +61,10 @@
     rate_limit_per_sec: 'Calls/s', max_concurrent: 'In flight', batch_size: 'Batch size',
     timeout_ms: 'Timeout (ms)', default_value: 'default', no_credentials: 'none for this protocol',
     unchanged: 'unchanged',
+    carrier_budget: 'Carrier budgets', budget_used: 'Used', calls_per_sec: 'calls/s', cards_per_call: 'Cards/call',
+    demand: 'Demand', interval: 'Interval', round_time: 'Round at this budget', round_ratio: 'round/interval',
+    budget_note: 'Per carrier: calls/s used by all nodes over 5 min and allowed by its bucket; what its scheduled cards ask (cards ÷ (interval × cards per call)); the round each interval takes at this budget (red: longer than the interval). Computed by a worker every minute, last at',
+    budget_none: 'No worker has computed the carriers\' budgets in the last 10 minutes.',
     carriers_note: 'Credentials are write-only: they are never shown; leave a field blank to keep it. Health is what the workers last reported.',
   };
   const zh = {
@@ -122,6 +126,10 @@
     rate_limit_per_sec: '每秒调用', max_concurrent: '最大并发', batch_size: '批量大小',
     timeout_ms: '超时（毫秒）', default_value: '默认', no_credentials: '该协议无需凭据',
     unchanged: '不修改',
+    carrier_budget: '运营商调用预算', budget_used: '已用', calls_per_sec: '次/秒', cards_per_call: '每次调用卡数',
+    demand: '需求', interval: '间隔', round_time: '此预算下一轮耗时', round_ratio: '轮次/间隔',
+    budget_note: '每个运营商：所有节点近 5 分钟每秒调用数与令牌桶允许的每秒调用数；已排程卡片所需（卡数 ÷（间隔 × 每次调用卡数））；此预算下每个间隔一轮所需时间（红色：超过间隔）。由工作节点每分钟计算，最近一次：',
+    budget_none: '最近 10 分钟内没有工作节点计算运营商预算。',
     carriers_note: '凭据只写不读：从不显示；留空即保留原值。健康状态为各工作节点最近的报告。',
   };
   const dicts = { en: en, 'zh-CN': zh };

@@ -1,6 +1,7 @@
 //! The carriers of a worker node: every card's calls go to its carrier's adapter
 //! ([`CarrierRouter`]), the configuration follows `tb_carrier` without a restart, and each
-//! carrier's health is published to Redis (the API's carrier page) and shown on `/readyz`.
+//! carrier's health is published to Redis (the API's carrier page) and shown on `/readyz`, and
+//! its calls are added to the cluster's per-minute counts (the carrier's budget used).
 
 use crate::components::Components;
 use domain::CarrierHealthState;
@@ -34,7 +35,8 @@ pub(crate) async fn router(c: &Components, default: Arc<HttpGateway>) -> Arc<Car
     router
 }
 
-/// Follows `tb_carrier` and publishes each carrier's health every [`FOLLOW_EVERY`].
+/// Follows `tb_carrier`, publishes each carrier's health and adds its calls to the cluster's
+/// counts every [`FOLLOW_EVERY`].
 pub(crate) fn spawn(
     c: &Components,
     router: Arc<CarrierRouter>,
@@ -46,15 +48,22 @@ pub(crate) fn spawn(
         shutdown.clone(),
     ));
     let board = CarrierHealthBoard::new(c.core.redis.clone(), c.core.keys.clone());
+    let mut calls = admin::budget::CallReporter::new(polling_queue::CarrierCalls::new(
+        c.core.redis.clone(),
+        c.core.keys.clone(),
+    ));
     let clock = c.core.clock.clone();
     tokio::spawn(async move {
         loop {
-            for health in router.health(clock.now()) {
-                if let Err(e) = board.publish(&health).await {
+            let now = clock.now();
+            let all = router.health(now);
+            for health in &all {
+                if let Err(e) = board.publish(health).await {
                     warn!(error = %e, "cannot publish carrier health");
                     break;
                 }
             }
+            calls.report(&all, now).await;
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(FOLLOW_EVERY) => {}

@@ -86,6 +86,48 @@ async fn a_worker_polls_through_onelink_follows_a_credentials_change_and_logs_no
         "carrier 1 ok on /readyz"
     );
 
+    // The node adds carrier 1's calls to the cluster's per-minute counts (with its health,
+    // every 5 s), and its `carrier_budget` job, run at start, published the carrier's figures:
+    // 20 cards every 2 s, real-name and usage 100 a call, packages 1: 0.1 + 0.1 + 10 calls/s
+    // against OneLink's 20.
+    let redis = w.env.redis.pool().await?;
+    let keys = polling_queue::Keys::new(w.env.redis.prefix.clone());
+    let calls = polling_queue::CarrierCalls::new(redis.clone(), keys.clone());
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            let ahead = chrono::Utc::now() + chrono::Duration::minutes(1);
+            let counted = calls.per_carrier(ahead, 5).await?;
+            Ok(counted.get(&CarrierId(1)).copied().unwrap_or(0) > 0)
+        })
+        .await?,
+        "carrier 1's calls counted"
+    );
+    let report = polling_queue::CarrierBudgetBoard::new(redis, keys)
+        .read()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no budget figures published"))?;
+    let one = report
+        .carriers
+        .iter()
+        .find(|c| c.carrier_id == CarrierId(1))
+        .ok_or_else(|| anyhow::anyhow!("carrier 1 in {report:?}"))?;
+    assert_eq!(
+        (one.allowed_calls_per_sec, one.batch_size),
+        (Some(20.0), 100)
+    );
+    assert!((one.demand_calls_per_sec - 10.2).abs() < 1e-9, "{one:?}");
+    assert_eq!(one.round_ratio, 1.0);
+    let metrics = http_get(&addr, "/metrics").await.unwrap_or_default();
+    assert_eq!(
+        metric_sum(
+            &metrics,
+            "cmp_carrier_budget_allowed_calls_per_second",
+            "carrier=\"1\""
+        ),
+        20.0,
+        "the job's node exports the gauges"
+    );
+
     // The operator types a wrong password: within the follow period the worker uses it, every
     // call is refused, and /readyz says so while the node stays ready.
     let wrong = Credentials::new()

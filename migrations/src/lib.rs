@@ -33,6 +33,7 @@ const MIGRATIONS: &[SqlMigration] = &[
     sql_migration!("0007_carriers"),
     sql_migration!("0008_carrier_stream"),
     sql_migration!("0009_carrier_sync"),
+    sql_migration!("0010_carrier_round_ratio"),
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -1,5 +1,5 @@
 //! Carriers (6): carriers as configuration (`tb_carrier`), their health as the workers publish
-//! it, and a connection test. Credentials are write-only: no answer carries a value, and the
+//! it, a connection test, and each carrier's call budget against its cards' demand. Credentials are write-only: no answer carries a value, and the
 //! audit row of a write names the credential fields only (`crate::audit`).
 
 use crate::body::{CarrierBody, CarrierStatusBody, NewCarrierBody};
@@ -12,14 +12,15 @@ use crate::view::{CarrierView, ConnectionTest};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use domain::CarrierId;
 use domain::store::Paged;
+use domain::{BudgetReport, CarrierId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
+        .routes(routes!(budget))
         .routes(routes!(get_one, update))
         .routes(routes!(set_status))
         .routes(routes!(test_connection))
@@ -34,6 +35,21 @@ async fn list(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<Paged<CarrierView>>> {
     Ok(Json(mirror(state.ops.carriers.list(page.page()?).await?)))
+}
+
+/// Every carrier's call budget against what its cards ask (issue 29), as the worker's
+/// `carrier_budget` job last computed it (every minute; this route reads its figures and scans
+/// nothing): calls/s allowed (`null`: no limit) and used by every node over the last
+/// `used_window_secs`, cards per call, the demand in calls/s, and per task type and configured
+/// interval the cards scheduled and the round time achievable at the budget:
+/// `demand = Σ cards / (interval × cards_per_call)`, `round_ratio = max(1, demand / allowed)`,
+/// `round_secs = interval × round_ratio`; `over` when the round exceeds the interval. Protect
+/// polls make no query and are not counted. `computed_at` is `null` (and `carriers` empty)
+/// when no worker computed the figures in the last 10 minutes.
+#[utoipa::path(get, path = "/carriers/budget", tag = "carriers",
+    responses((status = 200, body = BudgetReport)))]
+async fn budget(State(state): State<AppState>) -> ApiResult<Json<BudgetReport>> {
+    Ok(Json(state.ops.budget.report().await?))
 }
 
 /// Create a carrier (admin). `credentials` are required (`{}` for `cmp-json`) and never

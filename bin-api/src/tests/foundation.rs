@@ -242,8 +242,8 @@ async fn every_route_checks_keys_and_roles() {
         }
     }
     // 35 of part 1, 23 of part 2 (monitoring, concurrency, alerts, cleanup), the history and
-    // a card's month of usage; the carriers (6).
-    assert_eq!(checked, 35 + 25 + 6);
+    // a card's month of usage; the carriers (6) and their budget figures.
+    assert_eq!(checked, 35 + 25 + 7);
     let after = (
         w.stores.cards.count().await.unwrap(),
         w.stores.configs.list_all().await.unwrap(),

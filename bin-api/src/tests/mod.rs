@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod assets;
+mod budget;
 mod card_usage;
 mod cards;
 mod carriers;

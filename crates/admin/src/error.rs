@@ -52,6 +52,9 @@ pub enum AdminError {
     /// A run lost the singleton lease it runs under, and stopped.
     #[error("lost the {0} lease; stopping")]
     LeaseLost(&'static str),
+    /// No worker published the carriers' budget figures lately (the `carrier_budget` job).
+    #[error("no carrier budget figures: the carrier_budget job has not run in the last 10 minutes")]
+    BudgetUnknown,
     /// Reloading or publishing the polling configs failed.
     #[error("polling configs")]
     Configs(#[source] ConfigError),

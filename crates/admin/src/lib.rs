@@ -39,8 +39,8 @@ mod explain;
 mod ops;
 
 pub use ops::{
-    alert_metrics, alerts, cleanup, concurrency, evaluator, gateway_counts, history, jobs,
-    monitoring, webhook,
+    alert_metrics, alerts, budget, budget_gauges, cleanup, concurrency, evaluator, gateway_counts,
+    history, jobs, monitoring, webhook,
 };
 
 pub use assets::cards::{

@@ -35,7 +35,8 @@ impl AlertOperator {
 /// What an alert rule watches. Rates are fractions 0..1 over the rule's window; ages are
 /// seconds; counts are cards; `stops_per_minute` is stops per minute over the window (of one
 /// reason when the rule names one); `initializer_failed` is 1 when the initializer's last run
-/// failed, else 0.
+/// failed, else 0; `carrier_round_ratio` is the worst carrier's achievable round time over its
+/// configured interval.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -56,6 +57,10 @@ pub enum AlertMetric {
     QueueDepth,
     /// 1 when the initializer's status is `failed`.
     InitializerFailed,
+    /// The largest achievable round over its interval among the enabled carriers with cards
+    /// to poll (`BudgetReport::worst_round_ratio`, from the `carrier_budget` job's last
+    /// figures): above 1, a carrier's call budget cannot keep its cards at their interval.
+    CarrierRoundRatio,
 }
 
 str_enum!(AlertMetric {
@@ -67,10 +72,11 @@ str_enum!(AlertMetric {
     StopsPerMinute => "stops_per_minute",
     QueueDepth => "queue_depth",
     InitializerFailed => "initializer_failed",
+    CarrierRoundRatio => "carrier_round_ratio",
 });
 
 impl AlertMetric {
-    pub const ALL: [AlertMetric; 8] = [
+    pub const ALL: [AlertMetric; 9] = [
         AlertMetric::DueBacklog,
         AlertMetric::OldestDueAge,
         AlertMetric::FailureRate,
@@ -79,6 +85,7 @@ impl AlertMetric {
         AlertMetric::StopsPerMinute,
         AlertMetric::QueueDepth,
         AlertMetric::InitializerFailed,
+        AlertMetric::CarrierRoundRatio,
     ];
 
     /// Whether the metric is per task type (a rule without one sums or takes the worst type).

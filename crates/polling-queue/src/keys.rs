@@ -94,6 +94,12 @@ pub enum RedisKey {
     /// `polling:carrier:health`: hash carrier id -> JSON of `domain::CarrierHealth`, published
     /// by worker nodes, read by the API (TTL 24 h after the last publish).
     CarrierHealth,
+    /// `polling:stats:carrier:calls:{YYYYMMDDHH}`: hash `{MM}:{carrier_id}` -> calls made to
+    /// the carrier by every node, one per UTC hour, TTL 3 h: a carrier's budget used.
+    CarrierCallMinutes { hour: String },
+    /// `polling:carrier:budget`: JSON of `domain::BudgetReport`, written by the
+    /// `carrier_budget` job, read by the API and the alert evaluator (TTL 10 min).
+    CarrierBudget,
 }
 
 /// Renders [`RedisKey`]s with the deployment prefix.
@@ -145,6 +151,8 @@ impl Keys {
             RedisKey::Lease { job } => write!(s, "lease:{job}"),
             RedisKey::RateLimit { bucket } => write!(s, "ratelimit:gateway:{bucket}"),
             RedisKey::CarrierHealth => write!(s, "carrier:health"),
+            RedisKey::CarrierCallMinutes { hour } => write!(s, "stats:carrier:calls:{hour}"),
+            RedisKey::CarrierBudget => write!(s, "carrier:budget"),
         };
         s
     }
@@ -249,6 +257,13 @@ mod tests {
                 "polling:ratelimit:gateway:3",
             ),
             (RedisKey::CarrierHealth, "polling:carrier:health"),
+            (
+                RedisKey::CarrierCallMinutes {
+                    hour: "2026120120".into(),
+                },
+                "polling:stats:carrier:calls:2026120120",
+            ),
+            (RedisKey::CarrierBudget, "polling:carrier:budget"),
         ];
         for (key, want) in cases {
             assert_eq!(k.render(&key), want);

@@ -42,6 +42,7 @@ pub use limit::ratelimit::RedisRateLimiter;
 pub use limit::semaphore::{ConcurrencySemaphore, Permit, SemaphoreSettings};
 pub use lock::card_lock::{CardLock, CardLockToken};
 pub use lock::lease::{LeaseToken, SingletonLease};
+pub use observation::carrier_budget::{BUDGET_TTL_SECS, CarrierBudgetBoard, CarrierCalls};
 pub use observation::carrier_health::CarrierHealthBoard;
 pub use observation::inspect::{ProtectTtl, QueueInspector};
 pub use observation::monitor::{QueueSummary, SHARD_DEPTH_FAILED, ShardQueueStats};

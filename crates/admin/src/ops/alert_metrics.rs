@@ -1,11 +1,12 @@
 //! The value of an alert rule's metric right now, over its window: from the shard queues, the
-//! per-minute counters, the state log and the initializer's progress.
+//! per-minute counters, the state log, the initializer's progress and the carriers' budget
+//! figures (`polling:carrier:budget`).
 
 use crate::AdminError;
 use domain::store::MonitoringStore;
 use domain::{AlertMetric, AlertRule, Clock, TaskType};
 use lifecycle::{CardInitializer, InitStatus};
-use polling_queue::{PollingQueueManager, RecentCounters};
+use polling_queue::{CarrierBudgetBoard, PollingQueueManager, RecentCounters};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::FromPrimitive;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ pub struct MetricReader {
     pub(crate) queue: PollingQueueManager,
     pub(crate) recent: RecentCounters,
     pub(crate) initializer: CardInitializer,
+    pub(crate) budget: CarrierBudgetBoard,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
@@ -33,6 +35,7 @@ impl MetricReader {
         queue: PollingQueueManager,
         recent: RecentCounters,
         initializer: CardInitializer,
+        budget: CarrierBudgetBoard,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
@@ -40,6 +43,7 @@ impl MetricReader {
             queue,
             recent,
             initializer,
+            budget,
             clock,
         }
     }
@@ -130,6 +134,12 @@ impl MetricReader {
                     .and_then(|p| p.status)
                     == Some(InitStatus::Failed);
                 Decimal::from(u8::from(failed))
+            }
+            AlertMetric::CarrierRoundRatio => {
+                let report = self.budget.read().await?.ok_or(AdminError::BudgetUnknown)?;
+                Decimal::from_f64(report.worst_round_ratio())
+                    .unwrap_or_default()
+                    .round_dp(6)
             }
         })
     }

@@ -1,10 +1,11 @@
 //! The periodic jobs of the ops services (issue 14), built here beside the services they run;
 //! the worker only registers them with its scheduler, which runs each under its singleton
-//! lease: alert evaluation (30 s), the metrics history sample (1 min), data cleanup (daily; the
-//! run itself goes on in the background under its own lease), and the usage partitions created
-//! ahead (every 6 h).
+//! lease: alert evaluation (30 s), the metrics history sample (1 min), the carriers' budget
+//! figures (1 min), data cleanup (daily; the run itself goes on in the background under its own
+//! lease), and the usage partitions created ahead (every 6 h).
 
 use super::alert_metrics::MetricReader;
+use super::budget::{BUDGET_EVERY, BudgetService, BudgetStores};
 use super::cleanup::CleanupService;
 use super::evaluator::{AlertEvaluator, EVALUATE_EVERY};
 use super::history::HistoryService;
@@ -12,7 +13,10 @@ use super::webhook::{WebhookError, WebhookNotifier, WebhookSettings};
 use crate::{AdminError, Chain};
 use domain::Clock;
 use domain::periodic::{BoxError, PeriodicJob};
-use domain::store::{AlertStore, CleanupStore, MetricsHistoryStore, MonitoringStore};
+use domain::store::{
+    AlertStore, CardAdminStore, CarrierStore, CleanupStore, MetricsHistoryStore, MonitoringStore,
+    PollingConfigStore,
+};
 use lifecycle::CardInitializer;
 use polling_queue::{PollingQueueManager, RecentCounters, SingletonLease};
 use std::sync::Arc;
@@ -31,10 +35,16 @@ pub struct JobStores {
     pub metrics_history: Arc<dyn MetricsHistoryStore>,
     /// The cleanup configs, logs and deletions, and the usage partitions.
     pub cleanup: Arc<dyn CleanupStore>,
+    /// The carriers' limits, for their budget figures.
+    pub carriers: Arc<dyn CarrierStore>,
+    /// The polled cards grouped by the fields config matching reads (budget figures).
+    pub card_admin: Arc<dyn CardAdminStore>,
+    /// The polling configs those groups are matched against (budget figures).
+    pub configs: Arc<dyn PollingConfigStore>,
 }
 
-/// The four jobs, ready for the scheduler's `with_job`, from the stores, the shard queues, the
-/// per-minute counters, the initializer (its progress, for the initializer-failed alert), the
+/// The five jobs, ready for the scheduler's `with_job`, from the stores, the shard queues, the
+/// per-minute counters (`recent`; the carriers' calls and budget figures live beside them), the initializer (its progress, for the initializer-failed alert), the
 /// leases (the data cleanup run's own) and the clock. Fails only if the webhook client cannot
 /// be built.
 pub fn periodic_jobs(
@@ -45,11 +55,23 @@ pub fn periodic_jobs(
     leases: SingletonLease,
     clock: Arc<dyn Clock>,
 ) -> Result<Vec<Box<dyn PeriodicJob>>, WebhookError> {
+    let board = recent.budget_board();
+    let budget = BudgetService::new(
+        BudgetStores {
+            carriers: stores.carriers,
+            cards: stores.card_admin,
+            configs: stores.configs,
+        },
+        recent.carrier_calls(),
+        board.clone(),
+        clock.clone(),
+    );
     let metrics = MetricReader::new(
         stores.monitoring.clone(),
         queue.clone(),
         recent.clone(),
         initializer,
+        board,
         clock.clone(),
     );
     let notifier = WebhookNotifier::new(stores.alerts.clone(), WebhookSettings::default())?;
@@ -65,6 +87,7 @@ pub fn periodic_jobs(
     Ok(vec![
         Box::new(AlertEvaluation(evaluator)),
         Box::new(HistorySample(history)),
+        Box::new(CarrierBudgetJob(budget)),
         Box::new(DataCleanup(cleanup.clone())),
         Box::new(UsagePartitions(cleanup)),
     ])
@@ -123,6 +146,32 @@ impl PeriodicJob for HistorySample {
     }
     async fn run(&self) -> Result<(), BoxError> {
         self.0.sample().await.map(|_| ()).map_err(failed)
+    }
+}
+
+struct CarrierBudgetJob(BudgetService);
+
+#[async_trait::async_trait]
+impl PeriodicJob for CarrierBudgetJob {
+    fn name(&self) -> &'static str {
+        "carrier_budget"
+    }
+    fn every(&self) -> Duration {
+        BUDGET_EVERY
+    }
+    async fn run(&self) -> Result<(), BoxError> {
+        let report = self.0.refresh().await.map_err(failed)?;
+        let over: Vec<String> = report
+            .carriers
+            .iter()
+            .filter(|c| c.enabled && c.round_ratio > 1.0)
+            .map(|c| c.carrier_id.to_string())
+            .collect();
+        if !over.is_empty() {
+            tracing::info!(carriers = %over.join(","), worst = report.worst_round_ratio(),
+                "carrier budgets below their cards' demand");
+        }
+        Ok(())
     }
 }
 

@@ -97,6 +97,7 @@ impl World {
             self.queue.clone(),
             self.recent.clone(),
             self.initializer.clone(),
+            self.recent.budget_board(),
             self.clock(),
         )
     }

@@ -31,7 +31,7 @@ fn count(fields: &HashMap<String, u64>, outcome: &str) -> u64 {
     fields.get(outcome).copied().unwrap_or(0)
 }
 
-fn hour_of(at: DateTime<Utc>) -> String {
+pub(crate) fn hour_of(at: DateTime<Utc>) -> String {
     at.format("%Y%m%d%H").to_string()
 }
 
@@ -107,6 +107,16 @@ pub struct RecentCounters {
 impl RecentCounters {
     pub fn new(pool: Pool, keys: Keys) -> Self {
         Self { pool, keys }
+    }
+
+    /// The carriers' calls per minute, on the same connections.
+    pub fn carrier_calls(&self) -> super::carrier_budget::CarrierCalls {
+        super::carrier_budget::CarrierCalls::new(self.pool.clone(), self.keys.clone())
+    }
+
+    /// The carriers' budget figures, on the same connections.
+    pub fn budget_board(&self) -> super::carrier_budget::CarrierBudgetBoard {
+        super::carrier_budget::CarrierBudgetBoard::new(self.pool.clone(), self.keys.clone())
     }
 
     /// Counts one gateway call at `at` (one round trip).
