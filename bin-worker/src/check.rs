@@ -1,9 +1,16 @@
-//! `cmp-worker check [--repair]`: the queues checked against the database; exit 1 when
-//! anything was wrong (also when `--repair` fixed it: a second run tells that it is clean).
+//! `cmp-worker check [--repair]`: the queues checked against the database. Exit codes: 0 clean;
+//! 1 wrong entries found (without `--repair`), or found and every one repaired (a second run
+//! tells that it is clean); 3 `--repair` could not repair them all; any other failure (no
+//! database, no Redis) is 1 with an error line.
 
 use crate::components::Components;
 use lifecycle::{CheckReport, CheckSettings, Kind, QueueChecker};
+use ops::Finished;
 use settings::Settings;
+use tracing::Level;
+
+/// `--repair` left entries wrong.
+pub(crate) const EXIT_NOT_REPAIRED: u8 = 3;
 
 pub(crate) async fn run(settings: Settings, repair: bool) -> anyhow::Result<()> {
     let c = Components::connect(settings).await?;
@@ -11,12 +18,45 @@ pub(crate) async fn run(settings: Settings, repair: bool) -> anyhow::Result<()> 
     let started = std::time::Instant::now();
     let report = checker.run().await?;
     print_summary(&report, repair, started.elapsed());
-    if report.clean() {
-        Ok(())
-    } else {
-        let total: u64 = report.findings.iter().map(|f| f.count).sum();
-        anyhow::bail!("{total} queue entries were wrong")
+    match verdict(&report, repair) {
+        None => Ok(()),
+        Some(done) => Err(done.into()),
     }
+}
+
+/// What the run's end says: `None` when clean.
+fn verdict(report: &CheckReport, repair: bool) -> Option<Finished> {
+    if report.clean() {
+        return None;
+    }
+    let found: u64 = report.findings.iter().map(|f| f.count).sum();
+    let repaired: u64 = report
+        .findings
+        .iter()
+        .map(|f| f.repaired.min(f.count))
+        .sum();
+    Some(if !repair {
+        Finished {
+            code: 1,
+            level: Level::WARN,
+            message: format!("{found} queue entries were wrong (run with --repair to fix them)"),
+        }
+    } else if repaired == found {
+        Finished {
+            code: 1,
+            level: Level::INFO,
+            message: format!("{found} queue entries were wrong, all repaired"),
+        }
+    } else {
+        Finished {
+            code: EXIT_NOT_REPAIRED,
+            level: Level::ERROR,
+            message: format!(
+                "{found} queue entries were wrong, {} could not be repaired",
+                found - repaired
+            ),
+        }
+    })
 }
 
 /// The checker of `cmp-worker check` and of the periodic job.
@@ -62,4 +102,36 @@ fn print_summary(report: &CheckReport, repair: bool, elapsed: std::time::Duratio
         );
     }
     println!("{}", if report.clean() { "clean" } else { "NOT CLEAN" });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lifecycle::Findings;
+
+    fn report(count: u64, repaired: u64) -> CheckReport {
+        let mut r = CheckReport::default();
+        r.findings[0] = Findings {
+            count,
+            examples: Vec::new(),
+            repaired,
+        };
+        r
+    }
+
+    #[test]
+    fn exit_codes_say_clean_found_repaired_and_not_repaired() {
+        assert!(verdict(&report(0, 0), true).is_none());
+        let found = verdict(&report(5, 0), false).expect("found");
+        assert_eq!((found.code, found.level), (1, Level::WARN));
+        let repaired = verdict(&report(5, 5), true).expect("found");
+        assert_eq!((repaired.code, repaired.level), (1, Level::INFO));
+        let short = verdict(&report(5, 3), true).expect("found");
+        assert_eq!((short.code, short.level), (EXIT_NOT_REPAIRED, Level::ERROR));
+        assert!(
+            short.message.contains("2 could not be repaired"),
+            "{}",
+            short.message
+        );
+    }
 }

@@ -43,8 +43,9 @@ enum Command {
         repair: bool,
     },
     /// Check the queues against the database: cards missing from a queue their config
-    /// schedules, entries that should not be there, members on the wrong shard. Exit 1 when
-    /// anything is wrong.
+    /// schedules, entries that should not be there, members on the wrong shard. Exit codes:
+    /// 0 clean; 1 wrong entries found (with --repair: found and all repaired); 3 --repair could
+    /// not repair them all; 1 with an error line when the check itself failed.
     Check {
         /// Fix what is found: add missing entries (ZADD NX, spread over one interval like the
         /// initializer), remove wrong ones; a correct score never moves.

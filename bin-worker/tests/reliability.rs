@@ -86,6 +86,10 @@ async fn check_exits_1_on_damage_repairs_it_and_exits_0_when_clean() -> anyhow::
 
     let (code, out) = cmp_worker(&w, &["check", "--repair"]).await?;
     assert_eq!(code, 1, "it was not clean: {out}");
+    assert!(
+        !out.contains("failed") && !out.contains("ERROR"),
+        "a repair that fixed everything is no failure: {out}"
+    );
     assert!(line(&out, "missing").contains("1, 1 repaired"), "{out}");
     assert!(line(&out, "not_live").contains("1, 1 repaired"), "{out}");
     assert!(w.queue.score_of(card, TaskType::Carddata).await?.is_some());

@@ -19,9 +19,26 @@ use tokio_util::sync::CancellationToken;
 mod readiness;
 pub use readiness::{Readiness, ReadinessReport};
 
+/// A command that ran to its end with an answer that is not plain success (e.g. `check` found
+/// wrong entries): exits with `code`, its message logged at `level`, never as a failure.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub code: u8,
+    pub level: tracing::Level,
+    pub message: String,
+}
+
+impl std::fmt::Display for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Finished {}
+
 /// The common `main` of both binaries: loads the settings (a bad one stops with exit code 2 and
 /// one line naming the variable), starts logging and the runtime, runs `body`, and turns an
-/// error into one line on stderr and exit code 1.
+/// error into one line on stderr and exit code 1 ([`Finished`]: its own code and level).
 pub fn main<F, Fut>(name: &str, body: F) -> std::process::ExitCode
 where
     F: FnOnce(Settings) -> Fut,
@@ -48,6 +65,17 @@ where
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<Finished>().is_some() => {
+            let Some(done) = e.downcast_ref::<Finished>() else {
+                return ExitCode::FAILURE;
+            };
+            match done.level {
+                tracing::Level::ERROR => tracing::error!("{}", done.message),
+                tracing::Level::WARN => tracing::warn!("{}", done.message),
+                _ => tracing::info!("{}", done.message),
+            }
+            ExitCode::from(done.code)
+        }
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "{name} failed");
             eprintln!("{name}: {e:#}");
