@@ -72,7 +72,11 @@ async fn alert_rule_crud_roles_validation_history_and_404() {
             Some(changed.clone()),
         )
         .await;
-    assert_eq!(a.ok(StatusCode::OK)["threshold"], "250");
+    assert_eq!(
+        a.ok(StatusCode::OK)["threshold"],
+        json!(250),
+        "a JSON number"
+    );
     w.call(
         Method::PUT,
         "/api/admin/polling-alert-rules/999999",
@@ -102,7 +106,7 @@ async fn alert_rule_crud_roles_validation_history_and_404() {
         .await;
     let h = a.ok(StatusCode::OK);
     assert_eq!(h["total"], 1);
-    assert_eq!(h["items"][0]["value"], "300");
+    assert_eq!(h["items"][0]["value"], json!(300), "a JSON number");
     w.get("/api/admin/polling-alert-history?page_size=501", VIEWER)
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);

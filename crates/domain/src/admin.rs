@@ -111,7 +111,9 @@ pub struct AlertRuleInput {
     #[serde(default)]
     pub stop_reason: Option<StopReason>,
     pub operator: AlertOperator,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1000"))]
+    /// A JSON number (a decimal string is read too).
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, example = 1000))]
+    #[serde(with = "crate::figure")]
     pub threshold: Decimal,
     pub window_secs: i32,
     pub enabled: bool,
@@ -140,7 +142,9 @@ pub struct AlertRule {
 pub struct AlertHistory {
     pub id: i64,
     pub rule_id: AlertRuleId,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "1200"))]
+    /// The metric's value when the rule fired, a JSON number.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, example = 1200))]
+    #[serde(with = "crate::figure")]
     pub value: Decimal,
     pub fired_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,

@@ -43,6 +43,7 @@ mod config;
 mod credentials;
 mod device;
 mod error;
+pub mod figure;
 mod ids;
 mod ops;
 mod package;

@@ -60,7 +60,10 @@ pub struct WebhookBody {
     pub task_type: Option<TaskType>,
     pub stop_reason: Option<StopReason>,
     pub operator: AlertOperator,
+    /// JSON numbers, a fraction only where the figure has one.
+    #[serde(with = "domain::figure")]
     pub value: Decimal,
+    #[serde(with = "domain::figure")]
     pub threshold: Decimal,
     pub state: AlertState,
     /// The history row.
