@@ -39,6 +39,12 @@ clippy:
 deps-check:
     python3 scripts/deps-check.py
 
+# The Kubernetes manifests (deploy/k8s) against the Kubernetes schemas and the compose file
+# (deploy/compose) against the compose specification, offline (validators from PyPI, installed
+# into a venv on first use); docs/deploy.md.
+deploy-check:
+    scripts/deploy-check.sh
+
 # Start PostgreSQL and Redis in Docker (for machines without local services).
 up:
     docker compose up -d postgres redis
