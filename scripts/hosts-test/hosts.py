@@ -163,6 +163,13 @@ class RedisCluster:
                     args += [f"{score:.3f}", m]
                 self.cmd(*args)
 
+    def wake(self, task):
+        """Wakes every node's dispatch loops of `task` for every shard, as the engine's own
+        writers do after making entries due (`polling:queue:wake`, `<task> <shard> ...`);
+        a cluster forwards a PUBLISH to every node."""
+        shards = " ".join(str(s) for s in range(SHARDS))
+        self.on(self.masters()[0], "PUBLISH", "polling:queue:wake", f"{task} {shards}")
+
     def count_below(self, task, score):
         return sum(int(self.cmd("ZCOUNT", f"polling:shard:{s}:queue:{task}", "-inf", f"{score:.3f}"))
                    for s in range(SHARDS))
