@@ -22,7 +22,7 @@ Run as root (network namespaces). Installs haproxy, iproute2 and nftables from D
 missing. Everything it starts is stopped and every namespace removed at the end, also on a
 failure, Ctrl-C, SIGTERM or the time bound (--max-mins). Exit 1 when a scenario fails.
 
-    python3 scripts/hosts-test [--ci] [--only 1,2,3a,3b,4,5,6] [--cards N] [--bin-dir DIR]
+    python3 scripts/hosts-test [--ci] [--only 1,2,3a,3b,4,5,6] [--release] [--cards N] [--bin-dir DIR]
 """
 
 import argparse
@@ -77,13 +77,14 @@ def glob_pg():
     return glob.glob("/usr/lib/postgresql/*/bin/initdb")
 
 
-def build():
-    argv = ["cargo", "build", "--release", "--quiet", "--bin", "gateway-sim", "--bin",
-            "cmp-worker", "--bin", "cmp-api"]
+def build(release):
+    """The three binaries, built as `just chaos` builds them (debug unless --release)."""
+    argv = ["cargo", "build", "--quiet", "--bin", "gateway-sim", "--bin", "cmp-worker",
+            "--bin", "cmp-api"] + (["--release"] if release else [])
     print(f"hosts-test: {' '.join(argv)}", flush=True)
     subprocess.run(argv, check=True, cwd=ROOT)
     target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-    return os.path.join(target, "release")
+    return os.path.join(target, "release" if release else "debug")
 
 
 def fmt(v):
@@ -130,9 +131,10 @@ def main():
     ap.add_argument("--latency-ms", type=int, default=200, help="the slow carrier's latency in scenario 6")
     ap.add_argument("--lease", type=int, default=15, help="CMP_LEASE_SECS of scenarios 1-5")
     ap.add_argument("--max-mins", type=int, default=None, help="time bound (20 with --ci, else 45)")
+    ap.add_argument("--release", action="store_true", help="release binaries (default: debug, as CI builds them)")
     ap.add_argument("--keep-logs", action="store_true")
     ap.add_argument("--bin-dir", default=os.environ.get("CMP_HOSTS_BIN_DIR"),
-                    help="prebuilt gateway-sim, cmp-worker, cmp-api (else cargo build --release)")
+                    help="prebuilt gateway-sim, cmp-worker, cmp-api (else cargo build)")
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s] or ORDER
     for s in only:
@@ -141,7 +143,7 @@ def main():
     if os.geteuid() != 0:
         raise SystemExit("hosts-test: needs root (network namespaces)")
     need_packages()
-    bindir = args.bin_dir or build()
+    bindir = args.bin_dir or build(args.release)
     for name in ("gateway-sim", "cmp-worker", "cmp-api"):
         if not os.access(os.path.join(bindir, name), os.X_OK):
             raise SystemExit(f"hosts-test: no executable {name} in {bindir}")

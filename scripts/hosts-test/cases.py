@@ -14,7 +14,7 @@ import time
 import net
 from hosts import HostWorld, metric_sum, now
 from infra import Http, wait_until
-from scenarios import expect, finish, not_polled_since
+from scenarios import enabled_iccids, expect, finish, not_polled_since
 from fleet import usage_queries
 
 WORKER_HOSTS = ("w1", "w2", "w3")
@@ -374,6 +374,7 @@ def s6_scale(ctx, ci):
             ctx.procs.stop(x, signal.SIGTERM, within=45)
             w.workers.remove(x)
         f["ceiling_per_host"] = round(pool * 1000 / latency, 1)
+        enabled = enabled_iccids(w)
         rates, dups = {}, 0
         for n in (1, 2, 3):
             host = f"w{n}"
@@ -393,9 +394,11 @@ def s6_scale(ctx, ci):
             if n == 3:
                 # A 4th host joins while the backlog is there: first dequeue within one tick
                 # (1 s) of its being ready, and no card polled twice.
+                spawned_at = now()
                 w4 = w.spawn_worker("w4")
                 wait_until("w4 /readyz", lambda: w4.http.status("/readyz") == 200, 120, every=0.05)
                 ready_at = now()
+                f["w4_start_to_ready_s"] = round(ready_at - spawned_at, 2)
                 try:
                     wait_until("w4 dequeues", lambda: (dequeued(w4) or 0) > 0, 30, every=0.05)
                     f["w4_first_dequeue_s"] = round(now() - ready_at, 2)
@@ -409,10 +412,11 @@ def s6_scale(ctx, ci):
             sims = w.sim_cards()
             after = usage_queries(sims)
             twice = [i for i, c in after.items() if c - before.get(i, 0) > 1]
-            never = [i for i, c in after.items() if c - before.get(i, 0) < 1]
+            never = [i for i in enabled if after.get(i, 0) - before.get(i, 0) < 1]
             dups += len(twice)
             f[f"polled_twice_{n}"] = len(twice)
             f[f"never_polled_{n}"] = len(never)
+            expect(f["failures"], not never, f"every polling-enabled card polled with {n} hosts")
         f["duplicate_polls"] = dups
         f["speedup_1_to_3"] = round(rates[3] / rates[1], 2) if rates[1] else None
         expect(f["failures"], dups == 0, "no card polled twice")
