@@ -98,7 +98,8 @@ class Sampler:
     def watch(self, name):
         while not self.halt.is_set():
             t = now()
-            self.samples[name].append((t, self.services[name].status("/readyz")))
+            st = self.services[name].status("/readyz")
+            self.samples[name].append((now(), st))  # when the answer came
             time.sleep(max(0.0, 0.25 - (now() - t)))
 
     def start(self):
@@ -306,6 +307,8 @@ def s5_postgres(ctx, w, ci):
     ctx.pg.stop()
     time.sleep(5)
     ctx.pg.start()
+    back = now()
+    f["down_s"] = round(back - t0, 1)
     time.sleep(25 if ci else 45)
     sampler.halt.set()
     sampler.join(5)
@@ -316,7 +319,8 @@ def s5_postgres(ctx, w, ci):
         expect(f["failures"], red and green is not None, f"{name} /readyz red then green")
         if green is not None:
             greens.append(green)
-    f["recovery_s"] = max(greens) if greens else None
+    # From PostgreSQL answering again to the last process green.
+    f["recovery_s"] = round(max(greens) - f["down_s"], 1) if greens else None
     procs = {h: w.worker(h) for h in WORKER_HOSTS}
     procs.update(w.apis)
     same = all(procs[h].poll() is None and procs[h].pid == pid for h, pid in pids.items())
