@@ -39,6 +39,19 @@ clippy:
 deps-check:
     python3 scripts/deps-check.py
 
+# The Kubernetes manifests (deploy/k8s) against the Kubernetes schemas and the compose file
+# (deploy/compose) against the compose specification, offline (validators from PyPI, installed
+# into a venv on first use); docs/deploy.md.
+deploy-check:
+    scripts/deploy-check.sh
+
+# Several hosts on this machine in network namespaces (run as root): two cmp-api replicas behind
+# HAProxy, worker hosts, a Redis Cluster of 3 masters + 3 replicas, PostgreSQL and gateway-sim on
+# hosts of their own; rolling restart, link cut, partitions, failover, PostgreSQL restart,
+# scale-out. A table of figures; `just hosts-test --ci` is the short version CI runs.
+hosts-test *args:
+    python3 scripts/hosts-test {{args}}
+
 # Start PostgreSQL and Redis in Docker (for machines without local services).
 up:
     docker compose up -d postgres redis
