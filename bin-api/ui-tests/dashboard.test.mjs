@@ -26,6 +26,14 @@ const browserZone = zone === 'America/Los_Angeles' ? 'Europe/Berlin' : 'America/
 const historyPoints = Number(process.env.CMP_UI_HISTORY_POINTS || 0);
 const watchdog = setTimeout(() => { console.error('ui test: timed out after 270 s'); process.exit(1); }, 270_000);
 
+// The stop reasons and decision codes the engine uses: the card page shows words, never these.
+const REASON_WORDS = {
+  en: { not_realname: 'not real-name verified', no_package: 'no valid package', traffic_exhausted: 'data used up',
+    protect: 'held by a protect period', manual: 'stopped by an operator' },
+  'zh-CN': { not_realname: '未实名', no_package: '无有效套餐', traffic_exhausted: '流量用尽', protect: '保护期停机', manual: '人工停机' },
+};
+const CODES = /not_realname|no_package|traffic_exhausted|already_stopped|already_online|manual_stop|protect_period|change_reason|package_activation|not_called/;
+
 async function api(method, path, key, body) {
   const res = await fetch(base + '/api/admin' + path, {
     method, headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
@@ -135,11 +143,16 @@ try {
     await page.waitForSelector('#summary');
     summary = await page.textContent('#summary');
     const ex = (await api('GET', `/cards/${card.id}/explain`, adminKey)).data.decision;
-    state = ex.network_status === 0 ? (ex.stop_reason ? 'stopped: ' + ex.stop_reason : 'stopped') : 'online';
+    state = ex.network_status === 0 ? (ex.stop_reason ? 'stopped: ' + REASON_WORDS.en[ex.stop_reason] : 'stopped') : 'online';
     if (summary.startsWith(state)) break;
     await page.reload();
   }
   assert.ok(summary.startsWith(state), `summary "${summary}" names "${state}"`);
+  // Why, in words: the decision line and the whole page carry no internal code.
+  const why = await page.textContent('#decision');
+  assert.ok(why.length > 0 && !CODES.test(why), `the decision "${why}" is in words`);
+  const pageText = await page.textContent('main');
+  assert.ok(!CODES.test(pageText), `the card page shows an internal code: ${pageText.match(CODES)}`);
 
   step('the card page charts the month\'s usage against the packages\' limits');
   await page.waitForSelector('#usage-panel');
@@ -165,12 +178,14 @@ try {
     zh = await page.textContent('#summary');
     const d = (await api('GET', `/cards/${card.id}/explain`, adminKey)).data.decision;
     zhState = d.network_status === 0 ? '已停机' + (d.stop_reason ? '：' : '') : '在线';
-    if (zh.startsWith(zhState) && (!d.stop_reason || zh.includes(d.stop_reason))) break;
+    if (zh.startsWith(zhState) && (!d.stop_reason || zh.includes(REASON_WORDS['zh-CN'][d.stop_reason]))) break;
     await page.reload();
   }
   assert.ok(zh.startsWith(zhState), `zh summary "${zh}" starts with "${zhState}"`);
   assert.ok(!/evaluation|package|stopped|online/.test(zh), `zh summary "${zh}" has English words`);
   assert.ok(/[\u4e00-\u9fff]/.test(await page.textContent('#would-change')), 'the would-change list is in Chinese');
+  const zhWhy = await page.textContent('#decision');
+  assert.ok(/[\u4e00-\u9fff]/.test(zhWhy) && !CODES.test(zhWhy), `the decision "${zhWhy}" is in Chinese words`);
   await shot('card-zh');
   await page.selectOption('#lang', 'en');
   await page.waitForFunction(() => document.querySelector('[data-nav="overview"]').textContent === 'Overview');
@@ -228,16 +243,16 @@ try {
   const rule = (await api('GET', '/polling-alert-rules?page_size=100', adminKey)).data.items.find((r) => r.name === 'ui backlog');
   assert.ok(rule, 'the rule was created');
   assert.deepEqual([rule.metric, rule.task_type, rule.operator, rule.threshold, rule.enabled],
-    ['due_backlog', 'carddata', '>', '1000', true]);
+    ['due_backlog', 'carddata', '>', 1000, true]);
   await page.click(`[data-action="rule-edit-${rule.id}"]`);
   await page.fill('#rule-form input[name="threshold"]', '2500');
   await page.click('[data-action="rule-save"]');
   await page.waitForFunction((id) => document.querySelector(`[data-threshold="${id}"]`)?.textContent === '> 2500', rule.id);
-  assert.equal((await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).data.threshold, '2500');
+  assert.equal((await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).data.threshold, 2500);
   await page.click(`[data-action="rule-toggle-${rule.id}"]`);
   await page.waitForFunction((id) => document.querySelector(`[data-enabled="${id}"]`)?.textContent === 'no', rule.id);
   const toggled = (await api('GET', `/polling-alert-rules/${rule.id}`, adminKey)).data;
-  assert.deepEqual([toggled.enabled, toggled.threshold, toggled.task_type], [false, '2500', 'carddata']);
+  assert.deepEqual([toggled.enabled, toggled.threshold, toggled.task_type], [false, 2500, 'carddata']);
   await shot('alerts');
   page.once('dialog', (d) => d.accept());
   await page.click(`[data-action="rule-delete-${rule.id}"]`);

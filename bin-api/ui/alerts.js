@@ -16,10 +16,16 @@
       return h('option', { value: o, selected: (value || '') === o }, o || '–');
     }));
   };
+  // A threshold as typed: a JSON number when it reads as one, else the text, for the API to
+  // refuse with its own message.
+  const figure = function (text) {
+    const v = text.trim();
+    return v !== '' && Number.isFinite(Number(v)) ? Number(v) : v;
+  };
   // The editable part of a rule (the API's AlertRuleInput).
   const input = function (r) {
     return { name: r.name, metric: r.metric, task_type: r.task_type || null, stop_reason: r.stop_reason || null,
-      operator: r.operator, threshold: String(r.threshold), window_secs: r.window_secs, enabled: r.enabled,
+      operator: r.operator, threshold: r.threshold, window_secs: r.window_secs, enabled: r.enabled,
       webhook_url: r.webhook_url || null, cooldown_secs: r.cooldown_secs };
   };
   const errorsOf = function (x) {
@@ -33,7 +39,7 @@
       e.preventDefault();
       const body = { name: form.name.value.trim(), metric: form.metric.value, task_type: form.task_type.value || null,
         stop_reason: form.stop_reason.value || null, operator: form.operator.value,
-        threshold: form.threshold.value.trim(), window_secs: Number(form.window_secs.value),
+        threshold: figure(form.threshold.value), window_secs: Number(form.window_secs.value),
         cooldown_secs: Number(form.cooldown_secs.value), enabled: form.enabled.checked,
         webhook_url: form.webhook_url.value.trim() || null };
       const x = r.id ? await CMP.api('PUT', '/polling-alert-rules/' + r.id, body)

@@ -48,12 +48,12 @@
       const used = Number(p.used_mb), lim = p.limit_mb === null ? null : Number(p.limit_mb);
       const bar = h('div', { class: 'bar' }, h('div', { 'width%': lim ? Math.min(100, (100 * used) / lim).toFixed(1) : 0 }));
       if (p.exhausted) bar.firstChild.style.background = '#c0362c';
-      return h('tr', null, h('td', null, '#' + p.id + ' ' + p.status + (p.valid ? ' · ' + t('valid') : '')),
+      return h('tr', null, h('td', null, '#' + p.id + ' ' + CMP.word('package', p.status) + (p.valid ? ' · ' + t('valid') : '')),
         h('td', { class: 'num' }, I18N.num(used, 2) + ' / ' + (lim === null ? t('unlimited') : I18N.num(lim, 2)) + ' MB'),
         h('td', null, bar), h('td', null, p.exhausted ? h('span', { class: 'bad' }, t('exhausted')) : ''),
         h('td', { class: 'muted' }, p.next_reset_at ? I18N.date(p.next_reset_at) : ''));
     });
-    return CMP.panel(t('packages') + ' (' + ex.package_owner.kind + ')',
+    return CMP.panel(t('packages') + ' (' + CMP.word('owner', ex.package_owner.kind) + ')',
       rows.length ? h('table', null, h('tbody', null, rows)) : h('p', { class: 'muted' }, t('none')));
   }
 
@@ -61,9 +61,9 @@
     const d = ex.decision, rn = ex.real_name, pr = ex.protect;
     const kv = function (k, v) { return h('tr', null, h('th', null, k), h('td', null, v)); };
     return CMP.panel(t('evidence'), h('table', null, h('tbody', null,
-      kv(t('network_status'), CMP.net(d.network_status) + (d.stop_reason ? ' (' + d.stop_reason + ')' : '')),
-      kv(t('explain'), d.action + (d.reason ? ': ' + d.reason : '') + (d.manual_stop ? ' · ' + t('manual') : '')),
-      kv(t('real_name'), CMP.realName(rn.real_name_status) + ' · ' + rn.card_category + ' · ' + t(rn.satisfied ? 'yes' : 'no')),
+      kv(t('network_status'), CMP.net(d.network_status) + (d.stop_reason ? ' (' + CMP.reasonName(d.stop_reason) + ')' : '')),
+      kv(t('explain'), h('span', { id: 'decision', 'data-decision': d.action }, CMP.decisionText(d))),
+      kv(t('real_name'), CMP.realName(rn.real_name_status) + ' · ' + CMP.word('category', rn.card_category) + ' · ' + t(rn.satisfied ? 'yes' : 'no')),
       kv(t('protect'), pr.device_id ? '#' + pr.device_id + ' stop ' + (pr.stop_ttl_secs === null ? '–' : I18N.secs(pr.stop_ttl_secs)) +
         ' · start ' + (pr.start_ttl_secs === null ? '–' : I18N.secs(pr.start_ttl_secs)) : '–'),
       kv(t('matched_config'), ex.config ? '#' + ex.config.id + ' ' + ex.config.name : t('none')))));
@@ -120,8 +120,8 @@
         [t('when'), function (l) { return CMP.time(l.created_at); }],
         [t('status'), function (l) { return CMP.net(l.from_status) + ' → ' + CMP.net(l.to_status); }],
         [t('stop_reason'), function (l) { return CMP.reasonName(l.stop_reason); }],
-        [t('trigger'), function (l) { return l.trigger; }],
-        [t('outcome'), function (l) { return typeof l.gateway_outcome === 'string' ? l.gateway_outcome : JSON.stringify(l.gateway_outcome); }],
+        [t('trigger'), function (l) { return CMP.word('trigger', l.trigger); }],
+        [t('outcome'), function (l) { return typeof l.gateway_outcome === 'string' ? CMP.word('outcome', l.gateway_outcome) : JSON.stringify(l.gateway_outcome); }],
       ], changes)));
   }
 
