@@ -20,7 +20,7 @@ use utoipa::{OpenApi as _, PartialSchema};
             status, bind/unbind and import; `admin` keys may do everything. Errors are \
             `application/problem+json` (RFC 9457).",
     ),
-    components(schemas(Problem, crate::view::HistoryRange)),
+    components(schemas(Problem, crate::view::HistoryRange, crate::view::ImportMode)),
     tags(
         (name = "polling-configs", description = "Which cards are polled for what, how often"),
         (name = "manual-trigger", description = "Poll cards now"),

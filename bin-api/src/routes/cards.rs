@@ -7,7 +7,7 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::mirror::mirror;
 use crate::pagination::PageParams;
 use crate::state::AppState;
-use crate::view::{CardAction, Explanation, ImportReport, MonthUsage};
+use crate::view::{CardAction, Explanation, ImportMode, ImportReport, MonthUsage};
 use admin::{FieldError, iccid_prefix_problem, msisdn_problem};
 use axum::Json;
 use axum::extract::State;
@@ -126,17 +126,28 @@ async fn create(
     ))
 }
 
-/// Import up to 100,000 cards, all or nothing: any bad row refuses the import, with one
-/// error per field pointing at the row (`/cards/17/iccid`).
-#[utoipa::path(post, path = "/cards/import", tag = "assets",
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ImportQuery {
+    /// `all-or-nothing` (the default) or `partial`.
+    mode: Option<ImportMode>,
+}
+
+/// Import up to 100,000 cards. `mode=all-or-nothing` (the default): any bad row refuses the
+/// import (422), with one error per field pointing at the row (`/cards/17/iccid`), and nothing
+/// is written. `mode=partial`: the good rows are imported and each bad row is reported in
+/// `rejected` with its line and errors; an import with no good row is refused (422).
+#[utoipa::path(post, path = "/cards/import", tag = "assets", params(ImportQuery),
     request_body = ImportBody, responses((status = 201, body = ImportReport)))]
 async fn import(
     State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ImportQuery>,
     ApiJson(body): ApiJson<ImportBody>,
 ) -> ApiResult<(StatusCode, Json<ImportReport>)> {
+    let mode: admin::ImportMode = q.mode.map(mirror).unwrap_or_default();
     Ok((
         StatusCode::CREATED,
-        Json(mirror(state.admin.import_cards(&mirror(body)).await?)),
+        Json(mirror(state.admin.import_cards(&mirror(body), mode).await?)),
     ))
 }
 

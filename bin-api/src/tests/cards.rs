@@ -299,6 +299,72 @@ async fn import_is_all_or_nothing_with_row_errors() {
 }
 
 #[tokio::test]
+async fn a_partial_import_writes_the_good_rows_and_reports_each_bad_one() {
+    let w = World::new().await;
+    config_everything(&w, 3600).await;
+    card(&w, 1, json!({})).await;
+    let rows = json!({"cards": [
+        {"iccid": iccid(10), "carrier_id": 1},
+        {"iccid": iccid(11), "carrier_id": 1},
+        {"iccid": iccid(12), "carrier_id": 2},
+        {"iccid": iccid(1), "carrier_id": 1},
+        {"iccid": iccid(10), "carrier_id": 1},
+        {"iccid": "", "carrier_id": 0},
+        {"iccid": iccid(13), "carrier_id": 1, "device_id": 999_999},
+        {"iccid": iccid(20), "carrier_id": 3},
+    ]});
+    let a = w
+        .post("/api/admin/cards/import?mode=partial", OPERATOR, rows)
+        .await;
+    let r = a.ok(StatusCode::CREATED);
+    assert_eq!(r["imported"], 4);
+    assert_eq!(r["enqueued"], 4);
+    assert_eq!(r["ids"].as_array().unwrap().len(), 4);
+    let rejected = r["rejected"].as_array().unwrap();
+    let at: Vec<(u64, u64)> = rejected
+        .iter()
+        .map(|x| (x["row"].as_u64().unwrap(), x["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(at, [(3, 4), (4, 5), (5, 6), (6, 7)]);
+    assert_eq!(rejected[0]["errors"][0]["pointer"], "/cards/3/iccid");
+    assert_eq!(rejected[0]["errors"][0]["message"], "already belongs to a live card");
+    assert_eq!(rejected[1]["errors"][0]["message"], "repeats the ICCID of row 0");
+    let row5: Vec<&str> = rejected[2]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pointer"].as_str().unwrap())
+        .collect();
+    assert!(
+        row5.contains(&"/cards/5/iccid") && row5.contains(&"/cards/5/carrier_id"),
+        "{row5:?}"
+    );
+    assert_eq!(rejected[3]["errors"][0]["pointer"], "/cards/6/device_id");
+    assert_eq!(w.stores.cards.count().await.unwrap(), 5);
+    // Each imported card is queued like any other.
+    let first = r["ids"][0].as_i64().unwrap();
+    assert!(scores(&w, first).await.iter().all(Option::is_some));
+
+    // No good row: refused as a whole, nothing written.
+    let none_good = json!({"cards": [{"iccid": iccid(1), "carrier_id": 1}, {"iccid": "x", "carrier_id": 1}]});
+    w.post("/api/admin/cards/import?mode=partial", OPERATOR, none_good)
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    // The default and the explicit all-or-nothing refuse a file with one bad row.
+    let one_bad = json!({"cards": [{"iccid": iccid(30), "carrier_id": 1}, {"iccid": iccid(1), "carrier_id": 1}]});
+    for path in ["/api/admin/cards/import", "/api/admin/cards/import?mode=all-or-nothing"] {
+        w.post(path, OPERATOR, one_bad.clone())
+            .await
+            .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    }
+    // An unknown mode is refused, not guessed.
+    w.post("/api/admin/cards/import?mode=some", OPERATOR, one_bad)
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(w.stores.cards.count().await.unwrap(), 5);
+}
+
+#[tokio::test]
 async fn explain_traffic_exhausted_names_the_package_and_the_reset() {
     let w = World::new().await;
     config_everything(&w, 3600).await;
@@ -354,6 +420,23 @@ async fn an_import_of_100_000_cards_fits_the_body_limit_and_the_timeout() {
     assert_eq!(r["enqueued"], 100_000);
     assert!(started.elapsed() < crate::app::REQUEST_TIMEOUT);
     eprintln!("100,000 cards imported in {:?}", started.elapsed());
+    // A partial import of 100,000 rows, every tenth an ICCID already imported.
+    let rows: Vec<Value> = (0..100_000u64)
+        .map(|i| {
+            let n = if i % 10 == 0 { i } else { 100_000 + i };
+            json!({"iccid": iccid(n), "carrier_id": 1})
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let a = w
+        .post("/api/admin/cards/import?mode=partial", OPERATOR, json!({"cards": rows}))
+        .await;
+    let r = a.ok(StatusCode::CREATED);
+    assert_eq!(r["imported"], 90_000);
+    assert_eq!(r["rejected"].as_array().unwrap().len(), 10_000);
+    assert_eq!(r["rejected"][9_999]["line"], 99_991);
+    assert!(started.elapsed() < crate::app::REQUEST_TIMEOUT);
+    eprintln!("100,000 rows imported in part (10,000 rejected) in {:?}", started.elapsed());
     let rows: Vec<Value> = (0..100_001u64)
         .map(|i| json!({"iccid": iccid(i), "carrier_id": 1}))
         .collect();

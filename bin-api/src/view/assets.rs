@@ -1,5 +1,6 @@
 //! Answers of the asset, polling-config and manual-trigger routes.
 
+use super::FieldError;
 use crate::mirror::{mirror_enum, view};
 use chrono::{DateTime, Utc};
 use domain::{
@@ -41,6 +42,27 @@ view! {
     }
 }
 
+mirror_enum! {
+    /// What an import does with bad rows: `all-or-nothing` (the default) refuses the whole
+    /// import on any bad row; `partial` imports the good rows and reports each bad one.
+    enum ImportMode mirrors admin::ImportMode {
+        #[serde(rename = "all-or-nothing")] AllOrNothing,
+        #[serde(rename = "partial")] Partial,
+    }
+}
+
+view! {
+    /// A row a partial import left out, and why.
+    struct RejectedRow from admin::RejectedRow {
+        /// Its index in `cards`, as in the pointers (`/cards/{row}/...`).
+        row: usize,
+        /// Its line: the 1-based position in `cards`.
+        line: usize,
+        /// Every field of it that is wrong.
+        errors: Vec<FieldError>,
+    }
+}
+
 view! {
     /// What an import did.
     struct ImportReport from admin::ImportReport {
@@ -49,6 +71,8 @@ view! {
         ids: Vec<CardId>,
         /// Cards put in the queues now (the others have polling off, or match no config).
         enqueued: usize,
+        /// The rows a `partial` import left out, in input order (always empty otherwise).
+        rejected: Vec<RejectedRow>,
     }
 }
 

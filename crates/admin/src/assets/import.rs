@@ -1,18 +1,20 @@
-//! `POST /cards/import`: up to 100,000 cards in one request, all or nothing. Every row is
-//! checked first (fields, ICCIDs repeated in the file or taken by live cards, devices that do
-//! not exist); any bad row refuses the whole import with one error per field, pointing at the
-//! row (`/cards/17/iccid`), so that nothing is half-imported.
+//! `POST /cards/import`: up to 100,000 cards in one request. Every row is checked first
+//! (fields, ICCIDs repeated in the file or taken by live cards, devices that do not exist).
+//! In the default mode, all or nothing: any bad row refuses the whole import with one error per
+//! field, pointing at the row (`/cards/17/iccid`), so that nothing is half-imported. In
+//! `partial` mode the good rows are imported in one transaction and each bad row is reported
+//! with its errors, for the operator to fix and send again.
 
 use super::cards::CardBody;
 use crate::error::{Checks, StoreResultExt};
 use crate::{Admin, AdminError, FieldError};
 use domain::{CardId, DeviceId, NewCard};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The largest import.
 pub const MAX_IMPORT: usize = 100_000;
-/// Row errors reported at most (the rest are counted in the detail).
+/// Row errors a refused import reports at most.
 const MAX_ROW_ERRORS: usize = 1_000;
 
 /// The body of an import.
@@ -20,6 +22,29 @@ const MAX_ROW_ERRORS: usize = 1_000;
 pub struct ImportBody {
     /// 1 to 100,000 cards.
     pub cards: Vec<CardBody>,
+}
+
+/// What an import does with bad rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImportMode {
+    /// Any bad row refuses the whole import; nothing is written.
+    #[default]
+    AllOrNothing,
+    /// The good rows are imported; each bad row is reported and left out. An import with no
+    /// good row is refused as a whole.
+    Partial,
+}
+
+/// A row a partial import left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedRow {
+    /// Its index in `cards`, as in the pointers (`/cards/{row}/...`).
+    pub row: usize,
+    /// Its line: the 1-based position in `cards`.
+    pub line: usize,
+    /// Every field of it that is wrong.
+    pub errors: Vec<FieldError>,
 }
 
 /// What an import did.
@@ -30,6 +55,37 @@ pub struct ImportReport {
     pub ids: Vec<CardId>,
     /// Cards put in the queues now (the others have polling off, or match no config).
     pub enqueued: usize,
+    /// The rows a partial import left out, in input order (always empty otherwise).
+    #[serde(default)]
+    pub rejected: Vec<RejectedRow>,
+}
+
+/// The errors grouped by the row their pointer names; `None` when one names no row.
+fn rejected_rows(errors: Vec<FieldError>) -> Option<Vec<RejectedRow>> {
+    let mut rows: BTreeMap<usize, Vec<FieldError>> = BTreeMap::new();
+    for error in errors {
+        let row = error
+            .pointer
+            .strip_prefix("/cards/")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|index| index.parse::<usize>().ok())?;
+        rows.entry(row).or_default().push(error);
+    }
+    Some(
+        rows.into_iter()
+            .map(|(row, errors)| RejectedRow {
+                row,
+                line: row + 1,
+                errors,
+            })
+            .collect(),
+    )
+}
+
+/// A refused import: its first errors.
+fn refused(mut errors: Vec<FieldError>) -> AdminError {
+    errors.truncate(MAX_ROW_ERRORS);
+    AdminError::Invalid(errors)
 }
 
 impl ImportBody {
@@ -75,7 +131,11 @@ impl ImportBody {
 }
 
 impl Admin {
-    pub async fn import_cards(&self, body: &ImportBody) -> Result<ImportReport, AdminError> {
+    pub async fn import_cards(
+        &self,
+        body: &ImportBody,
+        mode: ImportMode,
+    ) -> Result<ImportReport, AdminError> {
         let started = std::time::Instant::now();
         let (new, mut checks) = body
             .check_rows()
@@ -117,16 +177,38 @@ impl Admin {
                 );
             }
         }
-        if let Err(AdminError::Invalid(mut errors)) = checks.finish() {
-            errors.truncate(MAX_ROW_ERRORS);
-            return Err(AdminError::Invalid(errors));
-        }
+        let errors = checks.into_errors();
+        let (new, rejected) = if errors.is_empty() {
+            (new, Vec::new())
+        } else {
+            match mode {
+                ImportMode::AllOrNothing => return Err(refused(errors)),
+                ImportMode::Partial => {
+                    let Some(rejected) = rejected_rows(errors.clone()) else {
+                        return Err(refused(errors));
+                    };
+                    if rejected.len() == new.len() {
+                        return Err(refused(errors));
+                    }
+                    let bad: HashSet<usize> = rejected.iter().map(|r| r.row).collect();
+                    let good = new
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(i, _)| !bad.contains(i))
+                        .map(|(_, card)| card)
+                        .collect();
+                    (good, rejected)
+                }
+            }
+        };
         let checked = started.elapsed();
         let ids = self.stores.cards.insert_bulk(&new).await.admin()?;
         let inserted = started.elapsed();
         let outcome = self.lifecycle.on_batch_cards_created(&ids).await?;
         tracing::info!(
+            ?mode,
             imported = ids.len(),
+            rejected = rejected.len(),
             enqueued = outcome.enqueued,
             ?checked,
             ?inserted,
@@ -137,6 +219,7 @@ impl Admin {
             imported: ids.len(),
             enqueued: outcome.enqueued,
             ids,
+            rejected,
         })
     }
 }
@@ -175,5 +258,31 @@ mod tests {
         );
 
         assert_eq!(body(serde_json::json!([])).problems()[0].pointer, "/cards");
+    }
+
+    #[test]
+    fn rejected_rows_group_a_rows_errors_in_input_order() {
+        let errors = vec![
+            FieldError::new("/cards/7/iccid", "must not be empty"),
+            FieldError::new("/cards/2/msisdn", "bad"),
+            FieldError::new("/cards/7/device_id", "device 3 does not exist"),
+        ];
+        let rows = rejected_rows(errors).expect("every pointer names a row");
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.row, r.line, r.errors.len()))
+                .collect::<Vec<_>>(),
+            [(2, 3, 1), (7, 8, 2)]
+        );
+        assert_eq!(rejected_rows(vec![FieldError::new("/cards", "size")]), None);
+    }
+
+    #[test]
+    fn the_mode_is_all_or_nothing_unless_asked() {
+        assert_eq!(ImportMode::default(), ImportMode::AllOrNothing);
+        let partial: ImportMode = serde_json::from_str("\"partial\"").unwrap();
+        assert_eq!(partial, ImportMode::Partial);
+        let all: ImportMode = serde_json::from_str("\"all-or-nothing\"").unwrap();
+        assert_eq!(all, ImportMode::AllOrNothing);
     }
 }
