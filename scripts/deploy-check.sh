@@ -6,8 +6,9 @@
 #                              (vendor.compose-spec), and haproxy -c on the balancer's config
 #                              when HAProxy is installed
 #   deploy/prometheus/         promtool check rules alerts.yml, promtool test rules
-#                              alerts.test.yml (Debian's `prometheus` package, installed with
-#                              apt-get when promtool is missing)
+#                              alerts.test.yml, promtool check config prometheus.compose.yml
+#                              (Debian's `prometheus` package, installed with apt-get when
+#                              promtool is missing)
 #   deploy/grafana/*.json      valid JSON, every query parsed by promtool
 #   both                       every metric they query is one the binaries export
 #                              (scripts/metrics-check.py, over the Rust source)
@@ -63,6 +64,7 @@ if ! command -v promtool >/dev/null 2>&1; then
     apt-get install -y -qq prometheus >/dev/null
 fi
 promtool check rules deploy/prometheus/alerts.yml || fail=1
+promtool check config deploy/prometheus/prometheus.compose.yml >/dev/null || fail=1
 (cd deploy/prometheus && promtool test rules alerts.test.yml) || fail=1
 dashboard_rules=$(mktemp --suffix=.yml)
 trap 'rm -f "$dashboard_rules"' EXIT
