@@ -158,7 +158,8 @@ def dashboard_rules(out):
         for i, (where, expr) in enumerate(dashboard_exprs(path)):
             for var, value in VARIABLES.items():
                 expr = expr.replace(var, value)
-            lines += [f"      # {where}", f"      - record: dashboard_query_{i}",
+            slug = re.sub(r"[^a-z0-9]+", "_", where.lower()).strip("_")
+            lines += [f"      # {where}", f"      - record: dashboard:{slug}:{i}",
                       f"        expr: {json.dumps(expr)}"]
     with open(out, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
@@ -195,14 +196,14 @@ def main(argv):
         for path in argv[argv.index("--scrape") + 1:]:
             text = open(path, encoding="utf-8").read()
             families = set(re.findall(r"^# TYPE (cmp_[a-z0-9_]+) ", text, re.M))
-            families |= {
-                re.sub(r"_(bucket|sum|count)$", "", n) if n not in known else n
-                for n in re.findall(r"^(cmp_[a-z0-9_]+)[{ ]", text, re.M)
-            }
-            for fam in sorted(families):
-                if fam not in known:
-                    failed.append(f"{path}: the scrape has {fam}, which the source check does not know")
-            print(f"metrics-check: {path}: {len(families)} cmp_ families, all known to the source check")
+            for n in re.findall(r"^(cmp_[a-z0-9_]+)[{ ]", text, re.M):
+                base = re.sub(r"_(bucket|sum|count)$", "", n)
+                families.add(n if n in families or base not in families else base)
+            unknown = sorted(f for f in families if f not in known)
+            for fam in unknown:
+                failed.append(f"{path}: the scrape has {fam}, which the source check does not know")
+            if not unknown:
+                print(f"metrics-check: {path}: {len(families)} cmp_ families, all known to the source check")
     for f in failed:
         print(f"metrics-check: {f}", file=sys.stderr)
     if failed:
