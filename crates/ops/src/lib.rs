@@ -202,16 +202,59 @@ fn has_hash_tag(key: &str) -> bool {
         .is_some_and(|len| len > 0)
 }
 
+/// `cmp_readiness_check{check}`: 1 when the part of `/readyz` named `check` (`postgres`,
+/// `redis`, and the binary's own, e.g. `queues`) answered when `/metrics` was last scraped, else 0.
+pub const READINESS_CHECK: &str = "cmp_readiness_check";
+/// `cmp_process_resident_memory_bytes`: the process's resident set size at the last scrape
+/// (Linux: `VmRSS` of `/proc/self/status`; absent elsewhere).
+pub const RESIDENT_MEMORY: &str = "cmp_process_resident_memory_bytes";
+
 /// `/healthz` (process up: liveness), `/readyz` (PostgreSQL, Redis and the binary's probes:
-/// 200, or 503 naming what is not ready) and `/metrics`.
+/// 200, or 503 naming what is not ready) and `/metrics` (which asks the same parts first, for
+/// [`READINESS_CHECK`], and reads [`RESIDENT_MEMORY`]).
 pub fn health_router(readiness: Readiness, metrics: PrometheusHandle) -> Router {
+    let parts = readiness.clone();
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz).with_state(readiness))
         .route(
             "/metrics",
-            get(move || std::future::ready(metrics.render())),
+            get(move || {
+                let (parts, handle) = (parts.clone(), metrics.clone());
+                async move {
+                    record_readiness(&parts.report().await);
+                    if let Some(bytes) = std::fs::read_to_string("/proc/self/status")
+                        .ok()
+                        .and_then(|s| vm_rss_bytes(&s))
+                    {
+                        metrics::gauge!(RESIDENT_MEMORY).set(bytes as f64);
+                    }
+                    handle.render()
+                }
+            }),
         )
+}
+
+/// Sets [`READINESS_CHECK`] for every part of `report`.
+pub fn record_readiness(report: &ReadinessReport) {
+    for (name, result) in &report.parts {
+        metrics::gauge!(READINESS_CHECK, "check" => *name).set(if result.is_ok() {
+            1.0
+        } else {
+            0.0
+        });
+    }
+}
+
+/// The `VmRSS:   1234 kB` line of a `/proc/<pid>/status` text, in bytes.
+fn vm_rss_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let mut fields = line.split_whitespace();
+    let value: u64 = fields.next()?.parse().ok()?;
+    match fields.next() {
+        Some("kB") => Some(value * 1024),
+        _ => None,
+    }
 }
 
 async fn readyz(State(r): State<Readiness>) -> impl IntoResponse {
@@ -278,7 +321,19 @@ pub async fn serve(
 
 #[cfg(test)]
 mod tests {
-    use super::has_hash_tag;
+    use super::{has_hash_tag, vm_rss_bytes};
+
+    #[test]
+    fn resident_memory_is_read_from_the_vmrss_line() {
+        let status = "Name:\tcmp-worker\nVmPeak:\t  200000 kB\nVmRSS:\t   51234 kB\nThreads:\t9\n";
+        assert_eq!(vm_rss_bytes(status), Some(51234 * 1024));
+        assert_eq!(vm_rss_bytes("Name:\tx\n"), None);
+        assert_eq!(vm_rss_bytes("VmRSS:\t12 MB\n"), None);
+        let own = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        if !own.is_empty() {
+            assert!(vm_rss_bytes(&own).is_some_and(|b| b > 0), "{own}");
+        }
+    }
 
     #[test]
     fn hash_tags_are_recognised_as_redis_does() {

@@ -8,6 +8,10 @@ use domain::CardId;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// `cmp_oldest_due_age_seconds{task}`: how long ago the oldest due card of the task type came
+/// due (0 when none is), read with `cmp_due_backlog`; over the type's interval, cards are late.
+pub const OLDEST_DUE_AGE: &str = "cmp_oldest_due_age_seconds";
+
 /// The gauges, until shutdown (periodic jobs run in their own tasks).
 pub(crate) async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
     let mut next_backlog = tokio::time::Instant::now();
@@ -22,8 +26,18 @@ pub(crate) async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
             next_backlog = now + ctx.settings.backlog_every;
             for pool in pools {
                 match ctx.queue.get_due_backlog(pool.task).await {
-                    Ok(n) => metrics::gauge!("cmp_due_backlog", "task" => pool.task.as_str())
-                        .set(n as f64),
+                    Ok(n) => {
+                        metrics::gauge!("cmp_due_backlog", "task" => pool.task.as_str())
+                            .set(n as f64);
+                        // Read only when something is due: nothing due is no age.
+                        let oldest = if n == 0 {
+                            0
+                        } else {
+                            ctx.queue.queue_summary(pool.task).await.oldest_due_age_secs
+                        };
+                        metrics::gauge!(OLDEST_DUE_AGE, "task" => pool.task.as_str())
+                            .set(oldest as f64);
+                    }
                     Err(e) => {
                         tracing::warn!(task = %pool.task, error = %e, "due backlog unavailable")
                     }
