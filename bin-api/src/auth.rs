@@ -5,6 +5,7 @@
 //! hot, and a revocation takes effect within that time on every replica (docs/decisions.md).
 
 use crate::keys::hash_key;
+use crate::session::{Session, Sessions};
 use axum::http::{HeaderMap, Method, header};
 use domain::store::ApiKeyStore;
 use domain::{ApiKey, ApiKeyId, ApiKeyRole};
@@ -40,8 +41,8 @@ impl From<&ApiKey> for Caller {
 pub(crate) enum Refusal {
     /// 401: no key, a malformed header, or an unknown or revoked key.
     Unauthenticated(&'static str),
-    /// The key store failed: a 5xx, not the caller's fault.
-    Unavailable(domain::StoreError),
+    /// The key store or the session store failed: a 5xx, not the caller's fault.
+    Unavailable(String),
 }
 
 /// Key hash -> (the caller, or `None` for an unknown key; when it was looked up).
@@ -82,7 +83,11 @@ impl Authenticator {
             .ok_or(Refusal::Unauthenticated(
                 "the Authorization header must be `Bearer <api key>`",
             ))?;
-        let hash = hash_key(key);
+        self.by_hash(hash_key(key)).await
+    }
+
+    /// The caller whose key hashes to `hash` (a session holds the hash, never the key).
+    pub(crate) async fn by_hash(&self, hash: String) -> Result<Caller, Refusal> {
         if let Some(hit) = self.cached(&hash) {
             return hit.ok_or(Refusal::Unauthenticated("unknown or revoked API key"));
         }
@@ -90,7 +95,7 @@ impl Authenticator {
             .store
             .authenticate(&hash)
             .await
-            .map_err(Refusal::Unavailable)?;
+            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
         let caller = found.as_ref().map(Caller::from);
         self.remember(hash, caller.clone());
         caller.ok_or(Refusal::Unauthenticated("unknown or revoked API key"))
@@ -111,6 +116,32 @@ impl Authenticator {
         }
         cache.insert(hash, (caller, Instant::now()));
     }
+}
+
+/// The caller of a request, and its dashboard session when it came with the session cookie
+/// instead of an `Authorization` header (the header wins when both are sent).
+pub(crate) async fn identify(
+    auth: &Authenticator,
+    sessions: &Sessions,
+    headers: &HeaderMap,
+) -> Result<(Caller, Option<Session>), Refusal> {
+    if headers.contains_key(header::AUTHORIZATION) {
+        return Ok((auth.authenticate(headers).await?, None));
+    }
+    let Some(token) = crate::session::cookie(headers) else {
+        return Err(Refusal::Unauthenticated(
+            "missing Authorization header (or dashboard session cookie)",
+        ));
+    };
+    let session = sessions
+        .find(token)
+        .await
+        .map_err(|e| Refusal::Unavailable(e.to_string()))?
+        .ok_or(Refusal::Unauthenticated(
+            "the dashboard session ended: sign in again",
+        ))?;
+    let caller = auth.by_hash(session.key_hash.clone()).await?;
+    Ok((caller, Some(session)))
 }
 
 /// Writes an `operator` key may make besides reads (method, route under `/api/admin`).

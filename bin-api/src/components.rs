@@ -87,6 +87,7 @@ pub(crate) fn state(
         AppState {
             admin,
             auth: Authenticator::new(core.stores.api_keys.clone()),
+            sessions: crate::session::Sessions::new(core.redis.clone(), core.keys.clone()),
             audit: core.stores.admin_audit.clone(),
             ops,
             carriers,

@@ -1,9 +1,11 @@
-//! The middleware in front of every `/api/admin` route: authenticate, authorise, bound the
-//! body, run the handler, and record every write (refused ones too) in `tb_admin_audit_log`.
+//! The middleware in front of every `/api/admin` route: authenticate (an API key, or the
+//! dashboard's session cookie and, for writes, its CSRF token), authorise, bound the body, run
+//! the handler, and record every write (refused ones too) in `tb_admin_audit_log`.
 
 use crate::audit;
-use crate::auth::{Caller, Refusal, allowed};
+use crate::auth::{Caller, Refusal, allowed, identify};
 use crate::error::{Problem, internal};
+use crate::session::{CSRF_HEADER, csrf_ok};
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Request, State};
@@ -46,8 +48,8 @@ pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Nex
         }
     };
 
-    let caller = match state.auth.authenticate(req.headers()).await {
-        Ok(c) => c,
+    let (caller, session) = match identify(&state.auth, &state.sessions, req.headers()).await {
+        Ok(found) => found,
         Err(Refusal::Unauthenticated(why)) => {
             if write {
                 record(None, &Bytes::new(), StatusCode::UNAUTHORIZED).await;
@@ -62,6 +64,17 @@ pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Nex
         }
         Err(Refusal::Unavailable(e)) => return internal(&e).into_response(),
     };
+    // A write from the dashboard's session must show the session's CSRF token: a page of
+    // another site cannot read it (SameSite=Strict already keeps the cookie from it).
+    if write && session.as_ref().is_some_and(|s| !csrf_ok(s, req.headers())) {
+        record(Some(&caller), &Bytes::new(), StatusCode::FORBIDDEN).await;
+        return Problem::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            format!("a write with the dashboard session needs its token in {CSRF_HEADER}"),
+        )
+        .into_response();
+    }
     if !allowed(caller.role, &method, &route) {
         if write {
             record(Some(&caller), &Bytes::new(), StatusCode::FORBIDDEN).await;

@@ -15,6 +15,7 @@ mod openapi;
 mod ops_state;
 mod pagination;
 mod routes;
+mod session;
 mod state;
 mod stream;
 #[cfg(test)]

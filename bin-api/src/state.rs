@@ -11,6 +11,8 @@ use std::sync::Arc;
 pub(crate) struct AppState {
     pub(crate) admin: Admin,
     pub(crate) auth: Authenticator,
+    /// Dashboard sign-ins (`POST /ui/session`), shared by every replica through Redis.
+    pub(crate) sessions: crate::session::Sessions,
     pub(crate) audit: Arc<dyn AdminAuditStore>,
     /// Monitoring, concurrency, alerts, cleanup, history (issue 14).
     pub(crate) ops: crate::ops_state::OpsServices,

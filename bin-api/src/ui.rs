@@ -1,19 +1,28 @@
 //! The dashboard (issue 16): static HTML, CSS and JavaScript embedded in the binary and served
-//! without auth at `/` and `/ui/*`. The pages read their data from the authenticated
-//! `/api/admin` routes with the key the operator enters; `GET /ui/session` tells the page the
-//! key's name and role so it can hide the write controls a role may not use (the guard
-//! refuses them anyway), and the deployment's time zone (`CMP_TIMEZONE`) every date of the
-//! pages is shown in. Nothing is fetched from outside the server.
+//! without auth at `/` and `/ui/*`, each with a content-hash `ETag` (a page view revalidates
+//! and gets `304 Not Modified` for what it already has). The operator signs in with an API key
+//! once (`POST /ui/session`, `session.rs`): the answer sets an `HttpOnly` session cookie and
+//! the page keeps nothing but the key's name and role, the deployment's time zone
+//! (`CMP_TIMEZONE`) and the session's CSRF token. `GET /ui/session` tells a reloaded page who
+//! is signed in; `DELETE /ui/session` signs out. The pages read their data from the
+//! `/api/admin` routes with that cookie. No inline script runs (the Content-Security-Policy
+//! allows scripts from this server only), and nothing is fetched from outside the server.
 
-use crate::auth::Refusal;
+use crate::auth::{Refusal, identify};
 use crate::error::{Problem, internal};
+use crate::extract::ApiJson;
+use crate::keys::hash_key;
+use crate::session::{self, Session};
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
 
 const INDEX: &str = include_str!("../ui/index.html");
 
@@ -41,25 +50,63 @@ const ASSETS: &[(&str, &str, &str)] = &[
 
 const JS: &str = "text/javascript; charset=utf-8";
 
+/// Scripts and styles from this server only: no inline script, no `eval`, no other origin.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; object-src 'none'; \
+     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 /// `/`, `/ui/session` and `/ui/{asset}`.
 pub(crate) fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(index))
-        .route("/ui/session", get(session))
+        .route("/ui/session", get(session).post(sign_in).delete(sign_out))
         .route("/ui/{asset}", get(asset))
         .with_state(state)
 }
 
-fn page(content_type: &'static str, body: &'static str) -> Response {
-    let mut r = body.into_response();
+/// The `ETag` of a body: a hash of its content, the same on every replica of a release.
+fn etag_of(body: &str) -> String {
+    let digest = Sha256::digest(body.as_bytes());
+    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+/// The index's and each asset's `ETag`, computed once.
+static ETAGS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    std::iter::once(INDEX)
+        .chain(ASSETS.iter().map(|(_, _, body)| *body))
+        .map(etag_of)
+        .collect()
+});
+
+/// A static page: `304` when the browser already holds this version.
+fn page(
+    content_type: &'static str,
+    body: &'static str,
+    etag: &str,
+    request: &HeaderMap,
+) -> Response {
+    let fresh = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut r = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = body.into_response();
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        r
+    };
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // Revalidated on every view: a new release is picked up at once, an unchanged asset
+    // costs a 304 without its body.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'",
-        ),
+        HeaderValue::from_static(CSP),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -68,32 +115,95 @@ fn page(content_type: &'static str, body: &'static str) -> Response {
     r
 }
 
-async fn index() -> Response {
-    page("text/html; charset=utf-8", INDEX)
+async fn index(headers: HeaderMap) -> Response {
+    page("text/html; charset=utf-8", INDEX, &ETAGS[0], &headers)
 }
 
-async fn asset(Path(name): Path<String>) -> Response {
-    match ASSETS.iter().find(|(n, _, _)| *n == name) {
-        Some((_, content_type, body)) => page(content_type, body),
+async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Response {
+    match ASSETS.iter().position(|(n, _, _)| *n == name) {
+        Some(i) => {
+            let (_, content_type, body) = ASSETS[i];
+            page(content_type, body, &ETAGS[i + 1], &headers)
+        }
         None => Problem::of_status(StatusCode::NOT_FOUND).into_response(),
     }
 }
 
-/// The caller's key name and role, and the time zone of the deployment (`401` without a
-/// valid key).
-async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    match state.auth.authenticate(&headers).await {
-        Ok(caller) => Json(json!({
+/// What the page is told of its caller: the key's name and role, the deployment's zone and,
+/// signed in with the cookie, the session's CSRF token.
+fn who(state: &AppState, caller: &crate::auth::Caller, session: Option<&Session>) -> Response {
+    let no_store = [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))];
+    (
+        no_store,
+        Json(json!({
             "name": caller.name,
             "role": caller.role,
             "timezone": state.admin.timezone().name(),
-        }))
-        .into_response(),
-        Err(Refusal::Unauthenticated(why)) => {
+            "csrf": session.map(|s| s.csrf.as_str()),
+        })),
+    )
+        .into_response()
+}
+
+fn refused(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::Unauthenticated(why) => {
             Problem::new(StatusCode::UNAUTHORIZED, "unauthorized", why).into_response()
         }
-        Err(Refusal::Unavailable(e)) => internal(&e).into_response(),
+        Refusal::Unavailable(e) => internal(&e).into_response(),
     }
+}
+
+/// The caller (a key in `Authorization`, or the session cookie); `401` without either.
+async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match identify(&state.auth, &state.sessions, &headers).await {
+        Ok((caller, session)) => who(&state, &caller, session.as_ref()),
+        Err(refusal) => refused(refusal),
+    }
+}
+
+/// The body of a sign-in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignIn {
+    key: String,
+}
+
+/// Exchanges an API key for a session cookie (`401` for an unknown or revoked key).
+async fn sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SignIn>,
+) -> Response {
+    let hash = hash_key(body.key.trim());
+    let caller = match state.auth.by_hash(hash.clone()).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refused(refusal),
+    };
+    let opened = match state.sessions.open(hash).await {
+        Ok(opened) => opened,
+        Err(e) => return internal(&e).into_response(),
+    };
+    tracing::info!(key = %caller.name, role = %caller.role, "dashboard sign-in");
+    let mut r = who(&state, &caller, Some(&opened.session));
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        session::set_cookie(&opened.token, &headers),
+    );
+    r
+}
+
+/// Ends the session of the cookie, on the server and in the browser.
+async fn sign_out(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(token) = session::cookie(&headers)
+        && let Err(e) = state.sessions.close(token).await
+    {
+        return internal(&e).into_response();
+    }
+    let mut r = StatusCode::NO_CONTENT.into_response();
+    r.headers_mut()
+        .insert(header::SET_COOKIE, session::clear_cookie(&headers));
+    r
 }
 
 #[cfg(test)]

@@ -85,6 +85,31 @@ try {
   await page.waitForSelector('[data-stat="cards"]');
   assert.match(await page.textContent('#who'), /admin/);
 
+  step('the sign-in is an HttpOnly, SameSite=Strict cookie; no key in the page\'s storage');
+  const cookies = await context.cookies(base);
+  const sessionCookie = cookies.find((c) => c.name === 'cmp_session');
+  assert.ok(sessionCookie, `a session cookie: ${JSON.stringify(cookies.map((c) => c.name))}`);
+  assert.equal(sessionCookie.httpOnly, true);
+  assert.equal(sessionCookie.sameSite, 'Strict');
+  const stored = await page.evaluate(() => JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage)]));
+  assert.ok(!stored.includes(adminKey), 'the key is not in sessionStorage or localStorage');
+  assert.equal(await page.evaluate(() => document.cookie.includes('cmp_session')), false, 'no script reads the cookie');
+  // A reload keeps the session; the key is not asked again.
+  await page.reload();
+  await page.waitForSelector('[data-stat="cards"]');
+  // A write without the session's CSRF token is refused, whatever the role.
+  const noToken = await page.evaluate(async () => (await fetch('/api/admin/polling-manual-trigger/single', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ card_id: 1 }) })).status);
+  assert.equal(noToken, 403);
+  // The static assets carry ETags: an unchanged one costs a 304.
+  const revalidated = await page.evaluate(async () => {
+    const first = await fetch('/ui/core.js', { cache: 'no-store' });
+    const tag = first.headers.get('etag');
+    const again = await fetch('/ui/core.js', { cache: 'no-store', headers: { 'If-None-Match': tag } });
+    return [Boolean(tag), again.status];
+  });
+  assert.deepEqual(revalidated, [true, 304]);
+
   step('dates are shown in CMP_TIMEZONE, not in the browser\'s zone');
   assert.equal(await page.textContent('#zone'), zone);
   assert.equal(await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone), browserZone);
@@ -319,13 +344,24 @@ try {
   assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on alerts');
   await go('#/carriers', 'table');
   assert.equal(await page.locator('[data-action]').count(), 0, 'no write control on carriers');
-  const forged = await page.evaluate(async (id) => {
+  // The viewer's own session, with its CSRF token: still 403 for the role.
+  const csrf = await page.evaluate(async () => (await (await fetch('/ui/session')).json()).csrf);
+  const forged = await page.evaluate(async ([id, token]) => {
     const r = await fetch('/api/admin/polling-manual-trigger/single', { method: 'POST',
-      headers: { Authorization: 'Bearer ' + sessionStorage.getItem('cmp.key'), 'Content-Type': 'application/json' },
+      headers: { 'X-CSRF-Token': token, 'Content-Type': 'application/json' },
       body: JSON.stringify({ card_id: id }) });
     return r.status;
-  }, card.id);
+  }, [card.id, csrf]);
   assert.equal(forged, 403);
+
+  step('signing out ends the session on the server');
+  const cookie = (await context.cookies(base)).find((c) => c.name === 'cmp_session');
+  await page.click('#logout');
+  await page.waitForSelector('#key');
+  assert.equal((await context.cookies(base)).some((c) => c.name === 'cmp_session' && c.value), false, 'the cookie is dropped');
+  // The old cookie replayed by hand is refused: the server forgot the session.
+  const replayed = await fetch(base + '/api/admin/cards?page_size=1', { headers: { Cookie: 'cmp_session=' + cookie.value } });
+  assert.equal(replayed.status, 401);
 
   assert.deepEqual(external, [], 'no request left the server');
   assert.deepEqual(errors, [], 'no script error');

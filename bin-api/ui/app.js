@@ -10,9 +10,11 @@
         placeholder: t('api_key'), 'aria-label': t('api_key') });
       const form = h('form', { onsubmit: async function (e) {
         e.preventDefault();
-        sessionStorage.setItem('cmp.key', input.value.trim());
-        const r = await CMP.get('/ui/session');
-        if (r.status !== 200) { sessionStorage.removeItem('cmp.key'); msg.textContent = t('login_bad'); return; }
+        // The key goes to the server once, for a session cookie; the page keeps no copy.
+        const key = input.value.trim();
+        input.value = '';
+        const r = await CMP.api('POST', '/ui/session', { key: key });
+        if (r.status !== 200) { msg.textContent = t('login_bad'); return; }
         CMP.setSession(r.data);
         CMP.go('#/overview');
       } }, input, h('button', { class: 'act', type: 'submit', id: 'login' }, t('login')), msg);

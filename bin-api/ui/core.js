@@ -1,31 +1,34 @@
-// The shared core: the API client (the key in sessionStorage), a tiny element builder, the
-// hash router and the live refresh loop. Pages register themselves in CMP.pages.
+// The shared core: the API client (the session cookie the server set at sign-in; the page
+// keeps no key), a tiny element builder, the hash router and the live refresh loop. Pages
+// register themselves in CMP.pages.
 (function () {
   'use strict';
   const t = I18N.t;
   const CMP = { pages: {}, session: null, paused: false, current: null };
 
-  CMP.key = function () { return sessionStorage.getItem('cmp.key'); };
-  // The key's name and role and the deployment's zone, from /ui/session.
+  // Who is signed in (/ui/session: the key's name and role, the deployment's zone and the
+  // session's CSRF token, which every write carries); null when nobody is.
   CMP.setSession = function (s) {
     CMP.session = s;
     I18N.setZone(s && s.timezone);
   };
 
-  // Calls an /api/admin route; resolves {status, data}; never throws on an HTTP status.
+  // Calls an /api/admin route (or a /ui/ one); resolves {status, data}; never throws on an
+  // HTTP status. The browser sends the HttpOnly session cookie; no script can read it.
   CMP.api = async function (method, path, body) {
-    // A call still running from before a log-out must not log the next key out again.
-    const key = CMP.key();
-    if (!key) return { status: 401, data: null };
-    const headers = { Authorization: 'Bearer ' + key };
+    // A call still running from before a sign-out must not sign the next session out again.
+    const session = CMP.session;
+    const headers = {};
     if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (method !== 'GET' && session && session.csrf) headers['X-CSRF-Token'] = session.csrf;
     const res = await fetch(path.startsWith('/ui/') ? path : '/api/admin' + path, {
-      method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body),
+      method: method, headers: headers, credentials: 'same-origin',
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     let data = null;
     const text = await res.text();
     if (text) { try { data = JSON.parse(text); } catch (e) { data = text; } }
-    if (res.status === 401 && path !== '/ui/session' && CMP.key() === key) { CMP.logout(); }
+    if (res.status === 401 && !path.startsWith('/ui/') && session && CMP.session === session) { CMP.forget(); }
     return { status: res.status, data: data };
   };
   CMP.get = function (path) { return CMP.api('GET', path); };
@@ -100,9 +103,15 @@
     return role === 'operator' && what === 'operate';
   };
 
-  CMP.logout = function () {
-    if (!CMP.key() && !CMP.session) return;
-    sessionStorage.removeItem('cmp.key');
+  // The server no longer knows the session (ended, or its key revoked): back to sign-in.
+  CMP.forget = function () {
+    if (!CMP.session) return;
+    CMP.setSession(null);
+    CMP.go('#/login');
+  };
+  // Signs out: the server ends the session and drops the cookie.
+  CMP.logout = async function () {
+    await CMP.api('DELETE', '/ui/session');
     CMP.setSession(null);
     CMP.go('#/login');
   };
@@ -117,11 +126,11 @@
     const hash = location.hash.replace(/^#\/?/, '') || 'overview';
     const parts = hash.split('/');
     let name = parts[0];
-    if (!CMP.key()) name = 'login';
-    else if (!CMP.session) {
+    if (!CMP.session) {
+      // A reload: the cookie may still hold a session.
       const r = await CMP.get('/ui/session');
-      if (r.status !== 200) { sessionStorage.removeItem('cmp.key'); name = 'login'; }
-      else CMP.setSession(r.data);
+      if (r.status === 200) CMP.setSession(r.data);
+      else name = 'login';
     }
     const page = CMP.pages[name] || CMP.pages.overview;
     CMP.current = { page: page, args: parts.slice(1) };

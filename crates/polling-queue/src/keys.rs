@@ -100,6 +100,9 @@ pub enum RedisKey {
     /// `polling:carrier:budget`: JSON of `domain::BudgetReport`, written by the
     /// `carrier_budget` job, read by the API and the alert evaluator (TTL 10 min).
     CarrierBudget,
+    /// `polling:ui:session:{hash}`: a dashboard sign-in (JSON: the API key's hash and the
+    /// session's CSRF token), under the SHA-256 of its cookie, expiring with the session.
+    UiSession { hash: String },
 }
 
 /// Renders [`RedisKey`]s with the deployment prefix.
@@ -153,6 +156,7 @@ impl Keys {
             RedisKey::CarrierHealth => write!(s, "carrier:health"),
             RedisKey::CarrierCallMinutes { hour } => write!(s, "stats:carrier:calls:{hour}"),
             RedisKey::CarrierBudget => write!(s, "carrier:budget"),
+            RedisKey::UiSession { hash } => write!(s, "ui:session:{hash}"),
         };
         s
     }
@@ -264,6 +268,12 @@ mod tests {
                 "polling:stats:carrier:calls:2026120120",
             ),
             (RedisKey::CarrierBudget, "polling:carrier:budget"),
+            (
+                RedisKey::UiSession {
+                    hash: "ab12".into(),
+                },
+                "polling:ui:session:ab12",
+            ),
         ];
         for (key, want) in cases {
             assert_eq!(k.render(&key), want);
