@@ -88,6 +88,7 @@ pub(crate) fn state(
             admin,
             auth: Authenticator::new(core.stores.api_keys.clone()),
             sessions: crate::session::Sessions::new(core.redis.clone(), core.keys.clone()),
+            imports: crate::imports::ImportJobs::new(core.redis.clone(), core.keys.clone()),
             audit: core.stores.admin_audit.clone(),
             ops,
             carriers,

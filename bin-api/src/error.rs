@@ -122,7 +122,7 @@ pub(crate) fn internal(cause: &dyn std::fmt::Display) -> Problem {
     Problem::of_status(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-fn problem_of(e: AdminError) -> Problem {
+pub(crate) fn problem_of(e: AdminError) -> Problem {
     match e {
         AdminError::Invalid(errors) => Problem::validation(errors),
         AdminError::NotFound(what) => Problem::new(

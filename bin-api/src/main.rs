@@ -9,6 +9,7 @@ mod components;
 mod error;
 mod extract;
 mod guard;
+mod imports;
 mod keys;
 mod mirror;
 mod openapi;

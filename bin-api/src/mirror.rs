@@ -74,6 +74,7 @@ unchanged!(
     serde_json::Value,
     BTreeMap<String, String>,
     BTreeMap<String, usize>,
+    crate::error::Problem,
     domain::CardId,
     domain::DeviceId,
     domain::CarrierId,

@@ -13,6 +13,8 @@ pub(crate) struct AppState {
     pub(crate) auth: Authenticator,
     /// Dashboard sign-ins (`POST /ui/session`), shared by every replica through Redis.
     pub(crate) sessions: crate::session::Sessions,
+    /// Background card imports (`POST /cards/import?background=true`).
+    pub(crate) imports: crate::imports::ImportJobs,
     pub(crate) audit: Arc<dyn AdminAuditStore>,
     /// Monitoring, concurrency, alerts, cleanup, history (issue 14).
     pub(crate) ops: crate::ops_state::OpsServices,

@@ -2,16 +2,21 @@
 //! the month's usage.
 
 use crate::body::{CardBody, CardStatusBody, ImportBody};
+use crate::error::internal;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::mirror::Mirror;
 use crate::mirror::mirror;
 use crate::pagination::PageParams;
 use crate::state::AppState;
-use crate::view::{CardAction, Explanation, ImportMode, ImportReport, MonthUsage};
+use crate::view::{CardAction, Explanation, ImportJob, ImportMode, ImportReport, MonthUsage};
+use admin::AdminError;
 use admin::{FieldError, iccid_prefix_problem, msisdn_problem};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use domain::store::Paged;
 use domain::{
     Card, CardCategory, CardId, CardQuery, CardStateLog, CarrierId, DeviceId, NetworkStatus,
@@ -26,6 +31,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(import))
+        .routes(routes!(import_job))
         .routes(routes!(get_one, delete))
         .routes(routes!(set_status))
         .routes(routes!(stop))
@@ -131,24 +137,66 @@ async fn create(
 pub(crate) struct ImportQuery {
     /// `all-or-nothing` (the default) or `partial`.
     mode: Option<ImportMode>,
+    /// `true`: answer `202` with a job at once and import in the background; follow it at
+    /// `GET /cards/import/{job_id}`.
+    background: Option<bool>,
 }
 
 /// Import up to 100,000 cards. `mode=all-or-nothing` (the default): any bad row refuses the
 /// import (422), with one error per field pointing at the row (`/cards/17/iccid`), and nothing
 /// is written. `mode=partial`: the good rows are imported and each bad row is reported in
-/// `rejected` with its line and errors; an import with no good row is refused (422).
+/// `rejected` with its line and errors; an import with no good row is refused (422). With
+/// `background=true` the answer is `202` and a job whose progress, report or problem
+/// `GET /cards/import/{job_id}` shows.
 #[utoipa::path(post, path = "/cards/import", tag = "assets", params(ImportQuery),
-    request_body = ImportBody, responses((status = 201, body = ImportReport)))]
+    request_body = ImportBody, responses((status = 201, body = ImportReport),
+        (status = 202, body = ImportJob, description = "Started in the background")))]
 async fn import(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ImportQuery>,
     ApiJson(body): ApiJson<ImportBody>,
-) -> ApiResult<(StatusCode, Json<ImportReport>)> {
+) -> ApiResult<Response> {
     let mode: admin::ImportMode = q.mode.map(mirror).unwrap_or_default();
-    Ok((
-        StatusCode::CREATED,
-        Json(mirror(state.admin.import_cards(&mirror(body), mode).await?)),
-    ))
+    let body: admin::ImportBody = mirror(body);
+    if q.background.unwrap_or(false) {
+        // The size is checked now: a job is only started for a file that may be imported.
+        if body.cards.is_empty() || body.cards.len() > admin::MAX_IMPORT {
+            return Err(AdminError::invalid(
+                "/cards",
+                format!("must hold 1 to {} cards", admin::MAX_IMPORT),
+            )
+            .into());
+        }
+        let job = state
+            .imports
+            .start(state.admin.clone(), body, mode)
+            .await
+            .map_err(|e| internal(&e))?;
+        let location = format!("/api/admin/cards/import/{}", job.id);
+        let mut r = (StatusCode::ACCEPTED, Json(ImportJob::mirror(job))).into_response();
+        if let Ok(v) = HeaderValue::from_str(&location) {
+            r.headers_mut().insert(header::LOCATION, v);
+        }
+        return Ok(r);
+    }
+    let report = state.admin.import_cards(&body, mode).await?;
+    Ok((StatusCode::CREATED, Json(ImportReport::mirror(report))).into_response())
+}
+
+/// A background import: its state, progress and, once over, its report or problem (`404`
+/// when unknown or older than 24 h).
+#[utoipa::path(get, path = "/cards/import/{job_id}", tag = "assets",
+    params(("job_id" = String, Path, description = "the job id `POST /cards/import?background=true` answered")),
+    responses((status = 200, body = ImportJob)))]
+async fn import_job(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<ImportJob>> {
+    let job = state.imports.find(&id).await.map_err(|e| internal(&e))?;
+    match job {
+        Some(job) => Ok(Json(ImportJob::mirror(job))),
+        None => Err(AdminError::NotFound(format!("import {id}")).into()),
+    }
 }
 
 /// One card.

@@ -327,8 +327,14 @@ async fn a_partial_import_writes_the_good_rows_and_reports_each_bad_one() {
         .collect();
     assert_eq!(at, [(3, 4), (4, 5), (5, 6), (6, 7)]);
     assert_eq!(rejected[0]["errors"][0]["pointer"], "/cards/3/iccid");
-    assert_eq!(rejected[0]["errors"][0]["message"], "already belongs to a live card");
-    assert_eq!(rejected[1]["errors"][0]["message"], "repeats the ICCID of row 0");
+    assert_eq!(
+        rejected[0]["errors"][0]["message"],
+        "already belongs to a live card"
+    );
+    assert_eq!(
+        rejected[1]["errors"][0]["message"],
+        "repeats the ICCID of row 0"
+    );
     let row5: Vec<&str> = rejected[2]["errors"]
         .as_array()
         .unwrap()
@@ -346,13 +352,17 @@ async fn a_partial_import_writes_the_good_rows_and_reports_each_bad_one() {
     assert!(scores(&w, first).await.iter().all(Option::is_some));
 
     // No good row: refused as a whole, nothing written.
-    let none_good = json!({"cards": [{"iccid": iccid(1), "carrier_id": 1}, {"iccid": "x", "carrier_id": 1}]});
+    let none_good =
+        json!({"cards": [{"iccid": iccid(1), "carrier_id": 1}, {"iccid": "x", "carrier_id": 1}]});
     w.post("/api/admin/cards/import?mode=partial", OPERATOR, none_good)
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);
     // The default and the explicit all-or-nothing refuse a file with one bad row.
     let one_bad = json!({"cards": [{"iccid": iccid(30), "carrier_id": 1}, {"iccid": iccid(1), "carrier_id": 1}]});
-    for path in ["/api/admin/cards/import", "/api/admin/cards/import?mode=all-or-nothing"] {
+    for path in [
+        "/api/admin/cards/import",
+        "/api/admin/cards/import?mode=all-or-nothing",
+    ] {
         w.post(path, OPERATOR, one_bad.clone())
             .await
             .problem(StatusCode::UNPROCESSABLE_ENTITY);
@@ -362,6 +372,88 @@ async fn a_partial_import_writes_the_good_rows_and_reports_each_bad_one() {
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(w.stores.cards.count().await.unwrap(), 5);
+}
+
+/// Reads a background import until it is no longer running.
+async fn finished_job(w: &World, id: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let a = w
+            .get(&format!("/api/admin/cards/import/{id}"), VIEWER)
+            .await;
+        let job = a.ok(StatusCode::OK).clone();
+        if job["state"] != "running" {
+            return job;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running: {job}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_background_import_shows_its_progress_and_then_its_report_or_problem() {
+    let w = World::new().await;
+    config_everything(&w, 3600).await;
+    card(&w, 1, json!({})).await;
+    let mut rows: Vec<Value> = (10..2010)
+        .map(|i| json!({"iccid": iccid(i), "carrier_id": 1}))
+        .collect();
+    rows.push(json!({"iccid": iccid(1), "carrier_id": 1}));
+    let a = w
+        .post(
+            "/api/admin/cards/import?mode=partial&background=true",
+            OPERATOR,
+            json!({"cards": rows}),
+        )
+        .await;
+    let job = a.ok(StatusCode::ACCEPTED).clone();
+    assert_eq!(job["mode"], "partial");
+    assert_eq!(job["progress"]["rows"], 2001);
+    let id = job["id"].as_str().unwrap().to_owned();
+    let done = finished_job(&w, &id).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["progress"]["phase"], "done");
+    assert_eq!(done["progress"]["imported"], 2000);
+    assert_eq!(done["progress"]["rejected"], 1);
+    assert_eq!(done["progress"]["enqueued"], 2000);
+    assert_eq!(done["report"]["rejected"][0]["line"], 2001);
+    assert_eq!(w.stores.cards.count().await.unwrap(), 2001);
+
+    // All or nothing, in the background: refused as the synchronous import would, nothing
+    // written.
+    let bad = json!({"cards": [{"iccid": iccid(5000), "carrier_id": 1}, {"iccid": iccid(1), "carrier_id": 1}]});
+    let a = w
+        .post("/api/admin/cards/import?background=true", OPERATOR, bad)
+        .await;
+    let id = a.ok(StatusCode::ACCEPTED)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let failed = finished_job(&w, &id).await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["problem"]["status"], 422);
+    assert_eq!(failed["problem"]["errors"][0]["pointer"], "/cards/1/iccid");
+    assert!(failed["report"].is_null());
+    assert_eq!(w.stores.cards.count().await.unwrap(), 2001);
+
+    // A file of no rows gets no job; an unknown job is 404; a viewer may not start one.
+    w.post(
+        "/api/admin/cards/import?background=true",
+        OPERATOR,
+        json!({"cards": []}),
+    )
+    .await
+    .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    w.get("/api/admin/cards/import/ffff", VIEWER)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    w.post(
+        "/api/admin/cards/import?background=true",
+        VIEWER,
+        json!({"cards": [{"iccid": iccid(6000), "carrier_id": 1}]}),
+    )
+    .await
+    .problem(StatusCode::FORBIDDEN);
 }
 
 #[tokio::test]
@@ -429,14 +521,21 @@ async fn an_import_of_100_000_cards_fits_the_body_limit_and_the_timeout() {
         .collect();
     let started = std::time::Instant::now();
     let a = w
-        .post("/api/admin/cards/import?mode=partial", OPERATOR, json!({"cards": rows}))
+        .post(
+            "/api/admin/cards/import?mode=partial",
+            OPERATOR,
+            json!({"cards": rows}),
+        )
         .await;
     let r = a.ok(StatusCode::CREATED);
     assert_eq!(r["imported"], 90_000);
     assert_eq!(r["rejected"].as_array().unwrap().len(), 10_000);
     assert_eq!(r["rejected"][9_999]["line"], 99_991);
     assert!(started.elapsed() < crate::app::REQUEST_TIMEOUT);
-    eprintln!("100,000 rows imported in part (10,000 rejected) in {:?}", started.elapsed());
+    eprintln!(
+        "100,000 rows imported in part (10,000 rejected) in {:?}",
+        started.elapsed()
+    );
     let rows: Vec<Value> = (0..100_001u64)
         .map(|i| json!({"iccid": iccid(i), "carrier_id": 1}))
         .collect();

@@ -205,7 +205,8 @@ async fn every_route_checks_keys_and_roles() {
                 }
                 .to_string(),
             )
-            .replace("{task_type}", "carddata");
+            .replace("{task_type}", "carddata")
+            .replace("{job_id}", "ffff");
         let Some(route) = path.strip_prefix(crate::guard::PREFIX) else {
             // The carriers' push streams: no API key, the carrier's own Basic auth (streams.rs).
             assert_eq!(path, "/api/carriers/{carrier_id}/stream");
@@ -242,8 +243,9 @@ async fn every_route_checks_keys_and_roles() {
         }
     }
     // 35 of part 1, 23 of part 2 (monitoring, concurrency, alerts, cleanup), the history and
-    // a card's month of usage; the carriers (6) and their budget figures.
-    assert_eq!(checked, 35 + 25 + 7);
+    // a card's month of usage; the carriers (6) and their budget figures; a background
+    // import's job.
+    assert_eq!(checked, 35 + 25 + 8);
     let after = (
         w.stores.cards.count().await.unwrap(),
         w.stores.configs.list_all().await.unwrap(),

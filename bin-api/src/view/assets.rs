@@ -1,6 +1,8 @@
 //! Answers of the asset, polling-config and manual-trigger routes.
 
 use super::FieldError;
+use crate::error::Problem;
+use crate::imports;
 use crate::mirror::{mirror_enum, view};
 use chrono::{DateTime, Utc};
 use domain::{
@@ -73,6 +75,60 @@ view! {
         enqueued: usize,
         /// The rows a `partial` import left out, in input order (always empty otherwise).
         rejected: Vec<RejectedRow>,
+    }
+}
+
+mirror_enum! {
+    /// Where an import is.
+    enum ImportPhase mirrors admin::ImportPhase {
+        #[serde(rename = "checking")] Checking,
+        #[serde(rename = "inserting")] Inserting,
+        #[serde(rename = "queueing")] Queueing,
+        #[serde(rename = "done")] Done,
+    }
+}
+
+view! {
+    /// How far an import got.
+    struct ImportProgress from admin::ImportProgress {
+        phase: ImportPhase,
+        /// Rows in the file.
+        rows: usize,
+        /// Rows found bad (known once checking is over).
+        rejected: usize,
+        /// Cards written (known once inserting is over).
+        imported: usize,
+        /// Cards queued (known once queueing is over).
+        enqueued: usize,
+    }
+}
+
+mirror_enum! {
+    /// Where a background import is: `running`, `done` (the report is final), `failed`
+    /// (refused: `problem`; nothing written) or `lost` (its API replica stopped while it ran:
+    /// every good row or none was written).
+    enum ImportJobState mirrors imports::JobState {
+        #[serde(rename = "running")] Running,
+        #[serde(rename = "done")] Done,
+        #[serde(rename = "failed")] Failed,
+        #[serde(rename = "lost")] Lost,
+    }
+}
+
+view! {
+    /// A background import (`POST /cards/import?background=true`).
+    struct ImportJob from imports::ImportJob {
+        /// Read it at `GET /cards/import/{job_id}` on any replica, for 24 h.
+        id: String,
+        state: ImportJobState,
+        mode: ImportMode,
+        progress: ImportProgress,
+        /// The import's report once `done`.
+        report: Option<ImportReport>,
+        /// Why it was refused, once `failed` (as the synchronous import would answer it).
+        problem: Option<Problem>,
+        started_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
     }
 }
 

@@ -50,7 +50,9 @@ pub use assets::devices::{
     BindBody, BindOutcome, DeviceBody, DeviceCardResult, DeviceSwitchReport, DeviceView,
 };
 pub use assets::evaluation::{Evaluation, EvaluationAction};
-pub use assets::import::{ImportBody, ImportMode, ImportReport, MAX_IMPORT, RejectedRow};
+pub use assets::import::{
+    ImportBody, ImportMode, ImportPhase, ImportProgress, ImportReport, MAX_IMPORT, RejectedRow,
+};
 pub use assets::manual::{
     CancelReport, MAX_BATCH, MAX_BY_FILTER, ManualListLen, TriggerBatch, TriggerByFilter,
     TriggerCancel, TriggerReport, TriggerSingle,

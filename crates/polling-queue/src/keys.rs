@@ -103,6 +103,9 @@ pub enum RedisKey {
     /// `polling:ui:session:{hash}`: a dashboard sign-in (JSON: the API key's hash and the
     /// session's CSRF token), under the SHA-256 of its cookie, expiring with the session.
     UiSession { hash: String },
+    /// `polling:import:{id}`: JSON of a background card import (state, progress, report),
+    /// written by the API replica running it, read by any (TTL 24 h).
+    ImportJob { id: String },
 }
 
 /// Renders [`RedisKey`]s with the deployment prefix.
@@ -157,6 +160,7 @@ impl Keys {
             RedisKey::CarrierCallMinutes { hour } => write!(s, "stats:carrier:calls:{hour}"),
             RedisKey::CarrierBudget => write!(s, "carrier:budget"),
             RedisKey::UiSession { hash } => write!(s, "ui:session:{hash}"),
+            RedisKey::ImportJob { id } => write!(s, "import:{id}"),
         };
         s
     }
@@ -273,6 +277,10 @@ mod tests {
                     hash: "ab12".into(),
                 },
                 "polling:ui:session:ab12",
+            ),
+            (
+                RedisKey::ImportJob { id: "7f3a".into() },
+                "polling:import:7f3a",
             ),
         ];
         for (key, want) in cases {

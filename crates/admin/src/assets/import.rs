@@ -60,6 +60,46 @@ pub struct ImportReport {
     pub rejected: Vec<RejectedRow>,
 }
 
+/// Where an import is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportPhase {
+    /// Fields, repeated and taken ICCIDs, devices.
+    Checking,
+    /// Writing the good rows (one transaction).
+    Inserting,
+    /// Putting the new cards in the queues.
+    Queueing,
+    /// Finished: the report is final.
+    Done,
+}
+
+/// How far an import got, for an operator watching a long one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportProgress {
+    pub phase: ImportPhase,
+    /// Rows in the file.
+    pub rows: usize,
+    /// Rows found bad so far (known once checking is over).
+    pub rejected: usize,
+    /// Cards written (known once inserting is over).
+    pub imported: usize,
+    /// Cards queued (known once queueing is over).
+    pub enqueued: usize,
+}
+
+impl ImportProgress {
+    pub fn start(rows: usize) -> Self {
+        Self {
+            phase: ImportPhase::Checking,
+            rows,
+            rejected: 0,
+            imported: 0,
+            enqueued: 0,
+        }
+    }
+}
+
 /// The errors grouped by the row their pointer names; `None` when one names no row.
 fn rejected_rows(errors: Vec<FieldError>) -> Option<Vec<RejectedRow>> {
     let mut rows: BTreeMap<usize, Vec<FieldError>> = BTreeMap::new();
@@ -136,6 +176,21 @@ impl Admin {
         body: &ImportBody,
         mode: ImportMode,
     ) -> Result<ImportReport, AdminError> {
+        self.import_cards_watched(body, mode, None).await
+    }
+
+    /// [`Admin::import_cards`], telling `progress` each phase it enters.
+    pub async fn import_cards_watched(
+        &self,
+        body: &ImportBody,
+        mode: ImportMode,
+        progress: Option<&tokio::sync::watch::Sender<ImportProgress>>,
+    ) -> Result<ImportReport, AdminError> {
+        let tell = |change: &dyn Fn(&mut ImportProgress)| {
+            if let Some(p) = progress {
+                p.send_modify(|now| change(now));
+            }
+        };
         let started = std::time::Instant::now();
         let (new, mut checks) = body
             .check_rows()
@@ -202,9 +257,21 @@ impl Admin {
             }
         };
         let checked = started.elapsed();
+        tell(&|p| {
+            p.phase = ImportPhase::Inserting;
+            p.rejected = rejected.len();
+        });
         let ids = self.stores.cards.insert_bulk(&new).await.admin()?;
         let inserted = started.elapsed();
+        tell(&|p| {
+            p.phase = ImportPhase::Queueing;
+            p.imported = ids.len();
+        });
         let outcome = self.lifecycle.on_batch_cards_created(&ids).await?;
+        tell(&|p| {
+            p.phase = ImportPhase::Done;
+            p.enqueued = outcome.enqueued;
+        });
         tracing::info!(
             ?mode,
             imported = ids.len(),
