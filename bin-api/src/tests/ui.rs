@@ -109,18 +109,27 @@ async fn raw(
     (status, headers, json)
 }
 
+/// `POST /ui/session` with `key` (and extra request headers).
+async fn sign_in(
+    w: &World,
+    key: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let body = serde_json::json!({ "key": key });
+    raw(w, Method::POST, "/ui/session", headers, Some(body)).await
+}
+
+/// The `cmp_session=...` pair of a `Set-Cookie` answer.
+fn cookie_of(headers: &axum::http::HeaderMap) -> String {
+    let set = headers[header::SET_COOKIE].to_str().unwrap();
+    set.split(';').next().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn a_key_is_exchanged_for_an_http_only_session_cookie_with_a_csrf_token() {
     let w = World::new().await;
     // A bad key gets no session.
-    let (status, headers, _) = raw(
-        &w,
-        Method::POST,
-        "/ui/session",
-        &[],
-        Some(serde_json::json!({"key": "cmp_nope"})),
-    )
-    .await;
+    let (status, headers, _) = sign_in(&w, "cmp_nope", &[]).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(headers.get(header::SET_COOKIE).is_none());
     let (status, _, _) = raw(
@@ -133,14 +142,7 @@ async fn a_key_is_exchanged_for_an_http_only_session_cookie_with_a_csrf_token() 
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 
-    let (status, headers, me) = raw(
-        &w,
-        Method::POST,
-        "/ui/session",
-        &[("x-forwarded-proto", "https")],
-        Some(serde_json::json!({"key": OPERATOR})),
-    )
-    .await;
+    let (status, headers, me) = sign_in(&w, OPERATOR, &[("x-forwarded-proto", "https")]).await;
     assert_eq!(status, StatusCode::OK, "{me}");
     assert_eq!(me["role"], "operator");
     let csrf = me["csrf"].as_str().unwrap().to_owned();
@@ -149,14 +151,8 @@ async fn a_key_is_exchanged_for_an_http_only_session_cookie_with_a_csrf_token() 
         assert!(set.contains(attribute), "{set}");
     }
     assert!(!set.contains(OPERATOR), "the cookie is not the key");
-    let token = set
-        .split(';')
-        .next()
-        .unwrap()
-        .strip_prefix("cmp_session=")
-        .unwrap()
-        .to_owned();
-    let cookie = format!("cmp_session={token}");
+    let cookie = cookie_of(&headers);
+    let token = cookie.strip_prefix("cmp_session=").unwrap().to_owned();
     // The session lives in Redis under the hash of the cookie, never the cookie itself.
     let pool = w.env.redis.pool().await.unwrap();
     let keys = test_support::keys_matching(
@@ -264,22 +260,9 @@ async fn a_revoked_key_ends_its_sessions() {
         .insert("short", ApiKeyRole::Viewer, &hash_key("cmp_short_lived"))
         .await
         .unwrap();
-    let (status, headers, _) = raw(
-        &w,
-        Method::POST,
-        "/ui/session",
-        &[],
-        Some(serde_json::json!({"key": "cmp_short_lived"})),
-    )
-    .await;
+    let (status, headers, _) = sign_in(&w, "cmp_short_lived", &[]).await;
     assert_eq!(status, StatusCode::OK);
-    let cookie = headers[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = cookie_of(&headers);
     w.stores.api_keys.revoke(key.id).await.unwrap();
     // Within the key cache's TTL (5 s) the session stops working.
     let deadline = std::time::Instant::now() + crate::auth::KEY_CACHE_TTL * 3;
