@@ -77,16 +77,6 @@ def glob_pg():
     return glob.glob("/usr/lib/postgresql/*/bin/initdb")
 
 
-def build(release):
-    """The three binaries, built as `just chaos` builds them (debug unless --release)."""
-    argv = ["cargo", "build", "--quiet", "--bin", "gateway-sim", "--bin", "cmp-worker",
-            "--bin", "cmp-api"] + (["--release"] if release else [])
-    print(f"hosts-test: {' '.join(argv)}", flush=True)
-    subprocess.run(argv, check=True, cwd=ROOT)
-    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-    return os.path.join(target, "release" if release else "debug")
-
-
 def fmt(v):
     if v is None:
         return "-"
@@ -145,7 +135,8 @@ def main():
     if os.geteuid() != 0:
         raise SystemExit("hosts-test: needs root (network namespaces)")
     need_packages()
-    bindir = args.bin_dir or build(args.release)
+    from infra import build
+    bindir = args.bin_dir or build(ROOT, args.release, "hosts-test")
     for name in ("gateway-sim", "cmp-worker", "cmp-api"):
         if not os.access(os.path.join(bindir, name), os.X_OK):
             raise SystemExit(f"hosts-test: no executable {name} in {bindir}")
@@ -181,9 +172,9 @@ def main():
         net.setup(HOSTS)
         net.enter("ctl")
         import cases
-        from hosts import HAProxy, HostWorld, Postgres, RedisCluster
+        from hosts import HAProxy, HostWorld, RedisCluster, postgres
         from infra import Http, wait_until
-        ctx.pg = Postgres(logdir)
+        ctx.pg = postgres(logdir)
         ctx.redis = RedisCluster(ctx.procs, workdir)
         ctx.lb = HAProxy(ctx.procs, workdir)
         sim_ip = net.ip_of("sim")
