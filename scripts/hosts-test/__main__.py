@@ -105,6 +105,10 @@ def table(results):
         out.append(f"{r.get('name')}: {r.get('fault', '')}")
         if r.get("failures"):
             out.append(f"    failed: {'; '.join(r['failures'])}")
+        rates = [r.get(f"polls_per_s_{n}_hosts") for n in (1, 2, 3)]
+        if all(x is not None for x in rates):
+            out.append(f"    polls/s with 1, 2, 3 worker hosts: {' / '.join(map(str, rates))}; "
+                       f"1 -> 3 hosts {r.get('speedup_1_to_3')}x, gated {r.get('speedup_gate')}")
         extra = {k: v for k, v in r.items() if k not in SKIP and v is not None}
         if extra:
             out.append("    " + ", ".join(f"{k}={v}" for k, v in extra.items()))
