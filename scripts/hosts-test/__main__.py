@@ -118,7 +118,9 @@ def table(results):
 def main():
     ap = argparse.ArgumentParser(prog="hosts-test", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ci", action="store_true", help="the short version CI runs")
+    ap.add_argument("--ci", action="store_true",
+                    help="the short version CI runs: smaller fleets, the same criteria but the "
+                         "scale-out ratio, gated at 2.0x instead of 2.7x")
     ap.add_argument("--only", default="", help="comma-separated: " + ",".join(ORDER))
     ap.add_argument("--cards", type=int, default=None, help="fleet of scenarios 1-5 (300 with --ci, else 600)")
     ap.add_argument("--scale-cards", type=int, default=None, help="fleet of scenario 6 (1500 with --ci, else 5000)")
