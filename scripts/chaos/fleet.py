@@ -36,7 +36,7 @@ class World:
 
     def seed(self, intervals=None, fast=True):
         """The schema and the fleet seeded against this world's simulator; the polling
-        intervals (seconds by task, else `shorten_intervals`); with `fast`, every tenth card
+        intervals (seconds by task, else `short_intervals`); with `fast`, every tenth card
         made one whose package runs out in a few polls."""
         self.run(["migrate"])
         self.run(["seed", "--cards", str(self.cards), "--gateway-url", f"http://{self.sim_addr}"])
