@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 import traceback
@@ -23,7 +22,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from api_load import s6_api  # noqa: E402
-from infra import Postgres, Procs, Redis  # noqa: E402
+from infra import Postgres, Procs, Redis, build  # noqa: E402
 from scenarios import s1_kill, s2_redis, s3_postgres, s4_carrier, s5_skew, s7_soak  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -68,15 +67,6 @@ def classify(key, failures):
 
 class Ctx:
     pass
-
-
-def build(release):
-    argv = ["cargo", "build", "--quiet", "--bin", "gateway-sim", "--bin", "cmp-worker",
-            "--bin", "cmp-api"] + (["--release"] if release else [])
-    print(f"chaos: {' '.join(argv)}", flush=True)
-    subprocess.run(argv, check=True, cwd=ROOT)
-    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-    return os.path.join(target, "release" if release else "debug")
 
 
 def need(tool, package):
@@ -181,7 +171,7 @@ def main():
     ctx.cards = args.cards or (300 if args.ci else 1000)
     ctx.quota = args.quota or max(3, ctx.cards // 40)
     ctx.soak_mins, ctx.soak_cards, ctx.soak_interval = args.soak_mins, args.soak_cards, args.soak_interval
-    bindir = args.bin_dir or build(args.release)
+    bindir = args.bin_dir or build(ROOT, args.release, "chaos")
     for name in ("gateway-sim", "cmp-worker", "cmp-api"):
         if not os.access(os.path.join(bindir, name), os.X_OK):
             raise SystemExit(f"chaos: --bin-dir: no executable {name} in {bindir}")

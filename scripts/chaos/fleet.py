@@ -32,17 +32,29 @@ class World:
         self.workers = []
         self.api_proc = None
         self.api_addr = None
+        self.seed()
+
+    def seed(self, intervals=None, fast=True):
+        """The schema and the fleet seeded against this world's simulator; the polling
+        intervals (seconds by task, else `short_intervals`); with `fast`, every tenth card
+        made one whose package runs out in a few polls."""
         self.run(["migrate"])
-        self.run(["seed", "--cards", str(cards), "--gateway-url", f"http://{self.sim_addr}"])
-        self.shorten_intervals(interval)
+        self.run(["seed", "--cards", str(self.cards), "--gateway-url", f"http://{self.sim_addr}"])
+        self.set_intervals(intervals or self.short_intervals(self.interval))
         self.fast = []
-        for i in range(0, cards, 10):
+        for i in range(0, self.cards, 10) if fast else ():
             iccid = f"8986{i:016d}"
             st, _ = self.sim.call("PATCH", f"/sim/cards/{iccid}",
                                   {"growth_mb_per_query": FAST_GROWTH_MB})
             if st != 200:
                 raise RuntimeError(f"PATCH /sim/cards/{iccid}: {st}")
             self.fast.append(iccid)
+
+    # The process settings a subclass changes.
+    LOG_VAR = "CMP_CHAOS_LOG"
+
+    def lease_secs(self):
+        return max(10, self.interval * 2)
 
     def env(self, extra=None):
         e = dict(os.environ)
@@ -53,9 +65,9 @@ class World:
             "CMP_GATEWAY_URL": f"http://{self.sim_addr}",
             "CMP_SCHEDULER_TICK_MS": "200",
             "CMP_RETRY_INTERVAL_SECS": str(max(2, self.interval // 2)),
-            "CMP_LEASE_SECS": str(max(10, self.interval * 2)),
+            "CMP_LEASE_SECS": str(self.lease_secs()),
             "CMP_GATEWAY_TIMEOUT_MS": "1000",
-            "CMP_LOG": os.environ.get("CMP_CHAOS_LOG", "warn"),
+            "CMP_LOG": os.environ.get(self.LOG_VAR, "warn"),
             "CMP_LOG_FORMAT": "pretty",
         })
         e.update(extra or {})
@@ -69,11 +81,16 @@ class World:
             raise RuntimeError(f"cmp-worker {' '.join(args)}: {r.returncode}\n{r.stderr[-2000:]}")
         return r.returncode, r.stdout
 
-    def shorten_intervals(self, base):
+    @staticmethod
+    def short_intervals(base):
         """Seconds instead of minutes: carddata every `base`, the other types every 2 x base."""
-        iv = {"realname": base * 2, "carddata": base, "package": base * 2, "protect": base * 2}
+        return {"realname": base * 2, "carddata": base, "package": base * 2, "protect": base * 2}
+
+    def set_intervals(self, intervals):
+        """Every polling config's interval of each task (seconds); a task a config leaves
+        unpolled (NULL) stays so."""
         sets = ", ".join(f"{t}_interval_secs = CASE WHEN {t}_interval_secs IS NULL THEN NULL "
-                         f"ELSE {v} END" for t, v in iv.items())
+                         f"ELSE {v} END" for t, v in intervals.items())
         self.ctx.pg.sql(self.db, f"UPDATE tb_polling_config SET {sets}")
 
     def spawn_worker(self, tag, extra=None, wrap=None):

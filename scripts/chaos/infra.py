@@ -33,6 +33,17 @@ def free_port():
     raise RuntimeError("no free port in 27000-27999")
 
 
+def build(root, release, who):
+    """gateway-sim, cmp-worker and cmp-api built with cargo (debug unless `release`, into the
+    ambient CARGO_TARGET_DIR); the directory they are in. `who` prefixes the line it prints."""
+    argv = ["cargo", "build", "--quiet", "--bin", "gateway-sim", "--bin", "cmp-worker",
+            "--bin", "cmp-api"] + (["--release"] if release else [])
+    print(f"{who}: {' '.join(argv)}", flush=True)
+    subprocess.run(argv, check=True, cwd=root)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(root, "target")
+    return os.path.join(target, "release" if release else "debug")
+
+
 def wait_until(what, cond, within, every=0.2):
     """Polls `cond` until it is true; raises naming `what` after `within` seconds."""
     deadline = time.monotonic() + within
@@ -120,18 +131,27 @@ class Redis:
         return resp_call(self.port, commands)
 
 
-def resp_call(port, commands):
-    """Sends RESP commands on one connection and reads one reply each."""
+def resp_call(port, commands, host="127.0.0.1", timeout=10, errors=False):
+    """Sends RESP commands on one connection and reads one reply each. An error reply raises
+    RuntimeError; with `errors`, it is returned as one instead, in its place."""
     out = bytearray()
     for c in commands:
         out += b"*%d\r\n" % len(c)
         for a in c:
             b = str(a).encode()
             out += b"$%d\r\n%s\r\n" % (len(b), b)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with socket.create_connection((host, port), timeout=timeout) as s:
         s.sendall(out)
         f = s.makefile("rb")
-        return [read_reply(f) for _ in commands]
+        replies = []
+        for _ in commands:
+            try:
+                replies.append(read_reply(f))
+            except RuntimeError as e:
+                if not errors:
+                    raise
+                replies.append(e)
+        return replies
 
 
 def read_reply(f):
@@ -158,44 +178,56 @@ def read_reply(f):
 
 
 class Postgres:
-    """A private PostgreSQL cluster in a temp dir, run as user postgres."""
+    """A private PostgreSQL cluster in a temp dir, run as user postgres: on 127.0.0.1 and a free
+    port, or on the address `host` (and `port`) with its commands run through `wrap` (another
+    network namespace), where `trust` is the network whose clients it trusts."""
 
-    def __init__(self, logdir):
+    def __init__(self, logdir, host="127.0.0.1", port=None, wrap=(), trust=None,
+                 max_connections=200):
         bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
         if not bins:
             raise RuntimeError("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin)")
         self.bin = bins[-1]
-        self.port = free_port()
+        self.host, self.wrap, self.max_connections = host, list(wrap), max_connections
+        self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="cmp-chaos-pg.")
         self.log = os.path.join(logdir, f"postgres-{self.port}.log")
         shutil.chown(self.dir, "postgres", "postgres")
         os.chmod(self.dir, 0o700)
         self.as_pg([f"{self.bin}/initdb", "-D", f"{self.dir}/data", "-A", "trust",
                     "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        if trust:
+            with open(f"{self.dir}/data/pg_hba.conf", "a") as f:
+                f.write(f"host all all {trust} trust\n")
         # The log is written by the postgres user.
         open(self.log, "a").close()
         shutil.chown(self.log, "postgres", "postgres")
         self.start()
 
     def as_pg(self, argv, check=True):
-        return subprocess.run(["runuser", "-u", "postgres", "--"] + argv, check=check,
+        return subprocess.run(self.wrap + ["runuser", "-u", "postgres", "--"] + argv, check=check,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
 
     def start(self):
-        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses={self.host} -c fsync=off "
+                f"-c synchronous_commit=off -c full_page_writes=off "
+                f"-c max_connections={self.max_connections}")
         self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-o", opts,
                     "-l", self.log, "-w", "-t", "60", "start"])
 
-    def restart(self, down_secs=0):
-        """Fast shutdown (every session ended), `down_secs` without a server, start again."""
+    def stop(self):
+        """Fast shutdown: every session ended."""
         self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-m", "fast",
                     "-w", "-t", "60", "stop"])
+
+    def restart(self, down_secs=0):
+        """Fast shutdown, `down_secs` without a server, start again."""
+        self.stop()
         time.sleep(down_secs)
         self.start()
 
     def url(self, db):
-        return f"postgres://postgres@127.0.0.1:{self.port}/{db}"
+        return f"postgres://postgres@{self.host}:{self.port}/{db}"
 
     def sql(self, db, query):
         """Runs one statement with psql; rows as lists of strings."""

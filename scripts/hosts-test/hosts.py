@@ -3,18 +3,15 @@ masters with a replica each on `redis1`-`redis6`, HAProxy on `lb`, `gateway-sim`
 API replicas and the worker nodes; and a world (a database with its seeded fleet) for the
 scenarios, whose figures are taken as the fault suite takes them (scripts/chaos/fleet.py)."""
 
-import glob
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 
 import net
-from fleet import FAST_GROWTH_MB, World
-from infra import Http, read_reply, wait_until
+from fleet import World
+from infra import Http, Postgres, resp_call, wait_until
 
 REDIS_HOSTS = ["redis1", "redis2", "redis3", "redis4", "redis5", "redis6"]
 SHARDS = 16
@@ -22,24 +19,9 @@ TASKS = ("realname", "carddata", "package", "protect")
 
 
 def resp(addr, commands, timeout=5):
-    """RESP commands on one connection to host:port; one reply (or error text) each."""
+    """RESP commands on one connection to host:port; one reply (or error, returned) each."""
     host, port = addr.rsplit(":", 1)
-    out = bytearray()
-    for c in commands:
-        out += b"*%d\r\n" % len(c)
-        for a in c:
-            b = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(b), b)
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
-        s.sendall(out)
-        f = s.makefile("rb")
-        replies = []
-        for _ in commands:
-            try:
-                replies.append(read_reply(f))
-            except RuntimeError as e:  # an error reply
-                replies.append(e)
-        return replies
+    return resp_call(int(port), commands, host=host, timeout=timeout, errors=True)
 
 
 class RedisCluster:
@@ -178,55 +160,10 @@ class RedisCluster:
         return float(self.on(self.masters()[0], "TIME")[0])
 
 
-class Postgres:
-    """A private PostgreSQL cluster on the `pg` host (scripts/chaos/infra.py's, on an address)."""
-
-    def __init__(self, logdir):
-        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-        if not bins:
-            raise RuntimeError("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin)")
-        self.bin = bins[-1]
-        self.host = net.ip_of("pg")
-        self.port = 5432
-        self.dir = tempfile.mkdtemp(prefix="cmp-hosts-pg.")
-        self.log = os.path.join(logdir, "postgres.log")
-        shutil.chown(self.dir, "postgres", "postgres")
-        os.chmod(self.dir, 0o700)
-        self.as_pg([f"{self.bin}/initdb", "-D", f"{self.dir}/data", "-A", "trust",
-                    "-U", "postgres", "--no-sync", "-E", "UTF8"])
-        with open(f"{self.dir}/data/pg_hba.conf", "a") as f:
-            f.write(f"host all all {net.SUBNET}.0/24 trust\n")
-        open(self.log, "a").close()
-        shutil.chown(self.log, "postgres", "postgres")
-        self.start()
-
-    def as_pg(self, argv, check=True):
-        return subprocess.run(net.exec_in("pg") + ["runuser", "-u", "postgres", "--"] + argv,
-                              check=check, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              timeout=120)
-
-    def start(self):
-        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses={self.host} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
-        self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-o", opts,
-                    "-l", self.log, "-w", "-t", "60", "start"])
-
-    def stop(self):
-        self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-m", "fast",
-                    "-w", "-t", "60", "stop"])
-
-    def url(self, db):
-        return f"postgres://postgres@{self.host}:{self.port}/{db}"
-
-    def sql(self, db, query):
-        r = subprocess.run(["psql", self.url(db), "-XAtq", "-F", "\t", "-v", "ON_ERROR_STOP=1",
-                            "-c", query], check=True, capture_output=True, text=True, timeout=120)
-        return [line.split("\t") for line in r.stdout.splitlines() if line]
-
-    def close(self):
-        self.as_pg([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-m", "immediate",
-                    "-w", "stop"], check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+def postgres(logdir):
+    """The private PostgreSQL cluster of the fault suite (scripts/chaos/infra.py), on `pg`."""
+    return Postgres(logdir, host=net.ip_of("pg"), port=5432, wrap=net.exec_in("pg"),
+                    trust=f"{net.SUBNET}.0/24", max_connections=300)
 
 
 HAPROXY_CFG = """# Written by scripts/hosts-test: the two cmp-api replicas, checked on /readyz.
@@ -313,41 +250,15 @@ class HostWorld(World):
         self.workers = []
         self.apis = {}
         self.api_proc = None
-        self.run(["migrate"])
-        self.run(["seed", "--cards", str(cards), "--gateway-url", f"http://{sim}"])
-        if intervals:
-            sets = ", ".join(f"{t}_interval_secs = CASE WHEN {t}_interval_secs IS NULL THEN NULL "
-                             f"ELSE {v} END" for t, v in intervals.items())
-            ctx.pg.sql(self.db, f"UPDATE tb_polling_config SET {sets}")
-        else:
-            self.shorten_intervals(interval)
-        self.fast = []
-        if fast:
-            for i in range(0, cards, 10):
-                iccid = f"8986{i:016d}"
-                st, _ = self.sim.call("PATCH", f"/sim/cards/{iccid}",
-                                      {"growth_mb_per_query": FAST_GROWTH_MB})
-                if st != 200:
-                    raise RuntimeError(f"PATCH /sim/cards/{iccid}: {st}")
-                self.fast.append(iccid)
+        self.seed(intervals, fast)
+
+    LOG_VAR = "CMP_HOSTS_LOG"
+
+    def lease_secs(self):
+        return self.ctx.lease
 
     def env(self, extra=None):
-        e = dict(os.environ)
-        e.update({
-            "CMP_DATABASE_URL": self.ctx.pg.url(self.db),
-            "CMP_DATABASE_MAX_CONNECTIONS": "8",
-            "CMP_REDIS_URL": self.ctx.redis.url,
-            "CMP_GATEWAY_URL": f"http://{self.sim_addr}",
-            "CMP_SCHEDULER_TICK_MS": "200",
-            "CMP_RETRY_INTERVAL_SECS": str(max(2, self.interval // 2)),
-            "CMP_LEASE_SECS": str(self.ctx.lease),
-            "CMP_GATEWAY_TIMEOUT_MS": "1000",
-            "CMP_LOG": os.environ.get("CMP_HOSTS_LOG", "warn"),
-            "CMP_LOG_FORMAT": "pretty",
-        })
-        e.update(self.extra)
-        e.update(extra or {})
-        return e
+        return super().env({**self.extra, **(extra or {})})
 
     def spawn_worker(self, host, extra=None):
         addr = f"{net.ip_of(host)}:9090"
