@@ -10,6 +10,9 @@
 //!    call: N cards all due, interval an hour, so each is polled once. The round's time next to
 //!    the quota's floor, N / 100 / 50 s. A few cards have crossed their package's limit at the
 //!    carrier: starvation is one of them still running at the end of the round.
+//! 3. Under that quota (50 calls/s), usage checks/s with 100 cards a call next to one card a
+//!    call: the same account, sim and node, only the adapter's batch size differs. This is the
+//!    condition batching is for: the carrier's budget, not our write path, is the limit.
 
 use crate::cycle::{WORKER_REDIS_POOL, load_due, scheduler_settings};
 use crate::env::{BenchEnv, PREFIX, connect_db, redis_pool};
@@ -48,12 +51,13 @@ pub(crate) async fn run(
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = throughput(env, sizes, per_card).await?;
     rows.extend(quota_round(env, sizes).await?);
+    rows.push(under_quota(env, sizes).await?);
     Ok(rows)
 }
 
-/// The OneLink account of carrier 1 on `sim`: with a `rate` (calls/s), 10 calls in flight as
-/// OneLink publishes; without (0), no limit at all.
-fn account(sim: &SimHandle, rate: u32) -> CarrierAccount {
+/// The OneLink account of carrier 1 on `sim`, `batch` cards a call: with a `rate` (calls/s),
+/// 10 calls in flight as OneLink publishes; without (0), no limit at all.
+fn account(sim: &SimHandle, rate: u32, batch: u32) -> CarrierAccount {
     let mut credentials = Credentials::new();
     for (k, v) in gateway_sim::SimAccount::default_for(CarrierProtocol::OneLink).credentials {
         credentials = credentials.with(k, v);
@@ -68,7 +72,7 @@ fn account(sim: &SimHandle, rate: u32) -> CarrierAccount {
         limits: CarrierLimits {
             rate_limit_per_sec: rate,
             max_concurrent: if rate == 0 { 0 } else { 10 },
-            batch_size: BATCH,
+            batch_size: batch,
             timeout_ms: 5000,
         },
         enabled: true,
@@ -113,7 +117,7 @@ async fn node(
     env: &BenchEnv,
     stores: &store::Stores,
     sim: &SimHandle,
-    rate: u32,
+    (rate, batch): (u32, u32),
     part: &str,
 ) -> anyhow::Result<(worker::Worker, fred::prelude::Pool, String)> {
     let prefix = format!("{PREFIX}batched-{part}:");
@@ -124,7 +128,7 @@ async fn node(
     let mut settings = scheduler_settings();
     settings.pools.0[TaskType::Carddata.index()] = POOL;
     let carriers = Carriers {
-        accounts: vec![account(sim, rate)],
+        accounts: vec![account(sim, rate, batch)],
         linger: LINGER,
     };
     let w = worker::wire_carriers(
@@ -154,7 +158,7 @@ async fn throughput(
         })
         .collect();
     let sim = crate::sim::start(specs).await?;
-    let (w, redis, prefix) = node(env, &stores, &sim, 0, "throughput").await?;
+    let (w, redis, prefix) = node(env, &stores, &sim, (0, BATCH), "throughput").await?;
     let counting = w.counting[TaskType::Carddata.index()].clone();
     load_due(&w.queue, cards).await?;
 
@@ -260,7 +264,7 @@ async fn quota_round(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Vec
         })
         .collect();
     let sim = crate::sim::start(specs).await?;
-    let (w, redis, prefix) = node(env, &stores, &sim, QUOTA_PER_SEC, "quota").await?;
+    let (w, redis, prefix) = node(env, &stores, &sim, (QUOTA_PER_SEC, BATCH), "quota").await?;
     let counting = w.counting[TaskType::Carddata.index()].clone();
     load_due(&w.queue, n).await?;
     let floor = n as f64 / f64::from(BATCH) / f64::from(QUOTA_PER_SEC);
@@ -329,6 +333,65 @@ async fn quota_round(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Vec
         all_stopped.map_or("never".to_owned(), |s| format!("{s:.1}"))
     ));
     Ok(vec![round_row, starvation_row])
+}
+
+/// Usage checks/s under the quota, `batch` cards a call: `n` cards due at once (interval an
+/// hour, so none comes twice), counted over `window` after the warm-up.
+async fn checks_under_quota(
+    env: &BenchEnv,
+    n: u64,
+    batch: u32,
+    window: Duration,
+) -> anyhow::Result<(f64, u64)> {
+    let stores = seed(env, n, 3600).await?;
+    let specs: Vec<SimCardSpec> = (1..=n)
+        .map(|id| SimCardSpec {
+            growth_mb_per_query: Some(Decimal::ONE),
+            ..SimCardSpec::new(fleet::iccid(id))
+        })
+        .collect();
+    let sim = crate::sim::start(specs).await?;
+    let part = format!("quota-{batch}");
+    let (w, redis, prefix) = node(env, &stores, &sim, (QUOTA_PER_SEC, batch), &part).await?;
+    let counting = w.counting[TaskType::Carddata.index()].clone();
+    load_due(&w.queue, n).await?;
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(w.scheduler.run(shutdown.clone()));
+    tokio::time::sleep(WARM_UP).await;
+    let (before, calls_before) = (counting.snapshot()[0], usage_calls(&sim));
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let (after, calls_after) = (counting.snapshot()[0], usage_calls(&sim));
+    let secs = started.elapsed().as_secs_f64();
+    shutdown.cancel();
+    running.await.context("scheduler task")?;
+    tear_down(env, sim, &redis, &prefix).await?;
+    println!(
+        "  under the quota, {batch} a call: {} checks, {} usage calls in {secs:.1} s",
+        after - before,
+        calls_after - calls_before
+    );
+    Ok(((after - before) as f64 / secs, calls_after - calls_before))
+}
+
+/// Scenario 3 (module doc).
+async fn under_quota(env: &BenchEnv, sizes: &crate::Sizes) -> anyhow::Result<Row> {
+    // Enough due cards that the batched node is still busy when its window closes.
+    let n: u64 = if sizes.quick { 20_000 } else { 60_000 };
+    let window = Duration::from_secs(10);
+    let (batched, batched_calls) = checks_under_quota(env, n, BATCH, window).await?;
+    let (per_card, per_card_calls) = checks_under_quota(env, n, 1, window).await?;
+    Ok(Row::new(
+        format!("usage checks under a {QUOTA_PER_SEC} calls/s quota, {BATCH} cards a call"),
+        batched,
+        "checks/s",
+        Some((per_card, "one card a call, same account and quota, this run")),
+        Target::RatioAtLeast(3.0),
+    )
+    .note(format!(
+        "{n} cards due at once on the OneLink adapter; {batched_calls} usage calls batched, {per_card_calls} per card, in {} s windows; batched stops short of {BATCH}× when the write path, not the quota, is the limit",
+        window.as_secs()
+    )))
 }
 
 /// Stops the sim, closes the node's Redis pool and removes its keys.
