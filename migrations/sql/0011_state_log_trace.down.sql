@@ -1,0 +1,1 @@
+ALTER TABLE tb_card_state_log DROP COLUMN IF EXISTS trace_id;
