@@ -327,8 +327,14 @@ async fn a_partial_import_writes_the_good_rows_and_reports_each_bad_one() {
         .collect();
     assert_eq!(at, [(3, 4), (4, 5), (5, 6), (6, 7)]);
     assert_eq!(rejected[0]["errors"][0]["pointer"], "/cards/3/iccid");
-    assert_eq!(rejected[0]["errors"][0]["message"], "already belongs to a live card");
-    assert_eq!(rejected[1]["errors"][0]["message"], "repeats the ICCID of row 0");
+    assert_eq!(
+        rejected[0]["errors"][0]["message"],
+        "already belongs to a live card"
+    );
+    assert_eq!(
+        rejected[1]["errors"][0]["message"],
+        "repeats the ICCID of row 0"
+    );
     let row5: Vec<&str> = rejected[2]["errors"]
         .as_array()
         .unwrap()
@@ -346,13 +352,17 @@ async fn a_partial_import_writes_the_good_rows_and_reports_each_bad_one() {
     assert!(scores(&w, first).await.iter().all(Option::is_some));
 
     // No good row: refused as a whole, nothing written.
-    let none_good = json!({"cards": [{"iccid": iccid(1), "carrier_id": 1}, {"iccid": "x", "carrier_id": 1}]});
+    let none_good =
+        json!({"cards": [{"iccid": iccid(1), "carrier_id": 1}, {"iccid": "x", "carrier_id": 1}]});
     w.post("/api/admin/cards/import?mode=partial", OPERATOR, none_good)
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);
     // The default and the explicit all-or-nothing refuse a file with one bad row.
     let one_bad = json!({"cards": [{"iccid": iccid(30), "carrier_id": 1}, {"iccid": iccid(1), "carrier_id": 1}]});
-    for path in ["/api/admin/cards/import", "/api/admin/cards/import?mode=all-or-nothing"] {
+    for path in [
+        "/api/admin/cards/import",
+        "/api/admin/cards/import?mode=all-or-nothing",
+    ] {
         w.post(path, OPERATOR, one_bad.clone())
             .await
             .problem(StatusCode::UNPROCESSABLE_ENTITY);
@@ -429,14 +439,21 @@ async fn an_import_of_100_000_cards_fits_the_body_limit_and_the_timeout() {
         .collect();
     let started = std::time::Instant::now();
     let a = w
-        .post("/api/admin/cards/import?mode=partial", OPERATOR, json!({"cards": rows}))
+        .post(
+            "/api/admin/cards/import?mode=partial",
+            OPERATOR,
+            json!({"cards": rows}),
+        )
         .await;
     let r = a.ok(StatusCode::CREATED);
     assert_eq!(r["imported"], 90_000);
     assert_eq!(r["rejected"].as_array().unwrap().len(), 10_000);
     assert_eq!(r["rejected"][9_999]["line"], 99_991);
     assert!(started.elapsed() < crate::app::REQUEST_TIMEOUT);
-    eprintln!("100,000 rows imported in part (10,000 rejected) in {:?}", started.elapsed());
+    eprintln!(
+        "100,000 rows imported in part (10,000 rejected) in {:?}",
+        started.elapsed()
+    );
     let rows: Vec<Value> = (0..100_001u64)
         .map(|i| json!({"iccid": iccid(i), "carrier_id": 1}))
         .collect();
