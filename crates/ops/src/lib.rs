@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 mod readiness;
 mod traces;
 pub use readiness::{Readiness, ReadinessReport};
-pub use traces::{ALWAYS_SAMPLED, RootSampler, Traces};
+pub use traces::{ALWAYS_SAMPLED, RootSampler, Traces, sampled_trace_id};
 
 /// A command that ran to its end with an answer that is not plain success (e.g. `check` found
 /// wrong entries): exits with `code`, its message logged at `level`, never as a failure.

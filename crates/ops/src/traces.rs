@@ -125,6 +125,16 @@ impl Traces {
     }
 }
 
+/// The trace id (32 hex digits) of `span` when it is exported; `None` with traces off (no
+/// OpenTelemetry layer: nothing is allocated) or in a trace that is not sampled.
+pub fn sampled_trace_id(span: &tracing::Span) -> Option<String> {
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    (span_context.is_valid() && span_context.is_sampled())
+        .then(|| span_context.trace_id().to_string())
+}
+
 /// Spans (never events) of our crates, down to `debug`: the carrier calls of a poll are
 /// `debug` spans, so they cost nothing while traces are off (the log filter, `info` by
 /// default, disables them).

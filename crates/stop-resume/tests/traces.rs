@@ -215,7 +215,9 @@ async fn the_spans_of_a_stop_reach_the_collector_with_the_state_log_rows_trace_i
         .expect("flush");
     let card_attr = card.to_string();
     let got = received(&inbox, Duration::from_secs(20), |got| {
-        got.iter().any(|s| s.name == "stop_start") && got.iter().any(|s| s.name == "carrier_call")
+        ["stop_start", "carrier_call", "carrier_request"]
+            .iter()
+            .all(|name| got.iter().any(|s| s.name == *name))
     })
     .await;
 
@@ -265,6 +267,21 @@ async fn the_spans_of_a_stop_reach_the_collector_with_the_state_log_rows_trace_i
     assert_eq!(
         call.attributes.get("outcome").map(String::as_str),
         Some("ok")
+    );
+    // The HTTP request the gateway client made for it (a `debug` span: off with traces off).
+    let request = got
+        .iter()
+        .find(|s| s.name == "carrier_request")
+        .expect("carrier request span");
+    assert_eq!(request.trace_id, trace_id);
+    assert_eq!(request.parent_span_id, call.span_id);
+    assert_eq!(
+        request.attributes.get("call").map(String::as_str),
+        Some("stop")
+    );
+    assert_eq!(
+        request.attributes.get("carrier_id").map(String::as_str),
+        Some("1")
     );
 
     // Neither unsampled poll nor anything under it was exported.

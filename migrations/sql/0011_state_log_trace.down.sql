@@ -1,1 +1,0 @@
-ALTER TABLE tb_card_state_log DROP COLUMN IF EXISTS trace_id;
