@@ -14,9 +14,7 @@
 //! the poll (`stop-resume` does that), so the exported trace has no missing parent.
 
 use anyhow::Context as _;
-use opentelemetry::trace::{
-    Link, SpanKind, TraceContextExt, TraceId, TraceState, TracerProvider as _,
-};
+use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId, TracerProvider as _};
 use opentelemetry::{Context, KeyValue, Value};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
@@ -106,7 +104,12 @@ impl Traces {
         let tracer = self.provider.tracer(self.service.clone());
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
-            .with_filter(tracing_subscriber::filter::filter_fn(is_exported))
+            // Decided once per callsite (the predicate reads only its metadata), and no level
+            // below `debug` is turned on for the rest of the process.
+            .with_filter(
+                tracing_subscriber::filter::filter_fn(is_exported)
+                    .with_max_level_hint(tracing_subscriber::filter::LevelFilter::DEBUG),
+            )
     }
 
     /// Sends every finished span now. Blocks the calling thread until the collector answered
@@ -192,7 +195,7 @@ impl ShouldSample for RootSampler {
             attributes: Vec::new(),
             trace_state: parent
                 .map(|parent| parent.trace_state().clone())
-                .unwrap_or_else(TraceState::default),
+                .unwrap_or_default(),
         }
     }
 }
@@ -200,7 +203,7 @@ impl ShouldSample for RootSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags};
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceState};
 
     fn parent(sampled: bool) -> Context {
         let flags = if sampled {

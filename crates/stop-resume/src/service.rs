@@ -286,7 +286,10 @@ impl StopResumeService {
                 return Err(e);
             }
         };
-        tracing::Span::current().record("outcome", "ok");
+        if !matches!(decision.action, Action::Nothing { .. }) {
+            // The `stop_start` span of `act` (a decision that does nothing has none).
+            tracing::Span::current().record("outcome", "ok");
+        }
         metrics::record(decision.action);
         metrics::log_decision(&decision, trigger);
         card = match written {
