@@ -50,7 +50,24 @@ pub(crate) fn app(state: AppState, extra: Router) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             REQUEST_TIMEOUT,
         ))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+}
+
+/// The span of one request: `debug`, so it costs nothing while traces are off and `CMP_LOG`
+/// is at `info`; a write (anything but GET, HEAD, OPTIONS) is always exported when traces are
+/// on, a read at `CMP_OTEL_POLL_SAMPLE` (`ops::RootSampler`).
+fn request_span(req: &Request) -> tracing::Span {
+    let method = req.method();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| req.uri().path(), |p| p.as_str());
+    let write = !matches!(
+        *method,
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    tracing::debug_span!(target: "cmp_api", "api_request", method = %method, route,
+        always_sampled = write)
 }
 
 /// Error answers that axum or tower produce themselves (405, a timeout, ...) carry no

@@ -52,6 +52,8 @@ pub(crate) fn entry(
         target: Value::Object(target),
         summary,
         status: status.as_u16(),
+        // The request's span (`app::request_span`) is the current one here.
+        trace_id: ops::sampled_trace_id(&tracing::Span::current()),
     }
 }
 

@@ -34,6 +34,7 @@ const MIGRATIONS: &[SqlMigration] = &[
     sql_migration!("0008_carrier_stream"),
     sql_migration!("0009_carrier_sync"),
     sql_migration!("0010_carrier_round_ratio"),
+    sql_migration!("0011_trace_ids"),
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -188,6 +188,16 @@ async fn operator_stop_and_start_with_state_log_and_explain() {
     let log = log.ok(StatusCode::OK);
     assert_eq!(log["total"], 2);
     assert_eq!(log["items"][0]["trigger"], "operator");
+    assert!(
+        log["items"][0]["trace_id"].is_null(),
+        "traces are off: {log}"
+    );
+    assert!(
+        w.audit()
+            .await
+            .iter()
+            .all(|row| row.entry.trace_id.is_none())
+    );
     w.post("/api/admin/cards/999/stop", OPERATOR, json!({}))
         .await
         .problem(StatusCode::NOT_FOUND);
@@ -542,4 +552,53 @@ async fn an_import_of_100_000_cards_fits_the_body_limit_and_the_timeout() {
     w.post("/api/admin/cards/import", OPERATOR, json!({"cards": rows}))
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+/// With traces on and no read sampled, an operator's stop is still exported: its audit row
+/// and the card's state-log row carry the same trace id (request, decision and carrier call
+/// are one trace), and the state-log answer shows it. The collector is absent (nothing
+/// listens on the port): sending fails in the exporter's thread, which the API never waits on.
+#[tokio::test]
+async fn an_operator_stop_is_traced_into_its_audit_and_state_log_rows() {
+    let mut env: std::collections::HashMap<String, String> = [
+        ("CMP_DATABASE_URL", "postgres://unused"),
+        ("CMP_REDIS_URL", "redis://unused"),
+        ("CMP_LOG", "warn"),
+        ("CMP_OTEL_ENDPOINT", "http://127.0.0.1:9"),
+        ("CMP_OTEL_POLL_SAMPLE", "0"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    env.remove("CMP_CONFIG");
+    let settings = settings::Settings::from_source(&env).unwrap();
+    let traces = ops::Traces::start(&settings, "cmp-api").unwrap().unwrap();
+    let _installed =
+        tracing::subscriber::set_default(ops::subscriber(&settings, Some(&traces)).unwrap());
+
+    let w = World::new().await;
+    config_everything(&w, 3600).await;
+    let id = card(&w, 1, json!({})).await;
+    // A read: not sampled at 0, nothing recorded anyway.
+    w.get(&format!("/api/admin/cards/{id}"), VIEWER)
+        .await
+        .ok(StatusCode::OK);
+    w.post(&format!("/api/admin/cards/{id}/stop"), OPERATOR, json!({}))
+        .await
+        .ok(StatusCode::OK);
+    let log = w
+        .get(&format!("/api/admin/cards/{id}/state-log"), VIEWER)
+        .await;
+    let log = log.ok(StatusCode::OK);
+    let trace_id = log["items"][0]["trace_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the state-log answer carries the trace id: {log}"))
+        .to_owned();
+    assert_eq!(trace_id.len(), 32, "{trace_id}");
+    let audit = w.audit().await;
+    let stop = audit
+        .iter()
+        .find(|row| row.entry.route.ends_with("/stop"))
+        .expect("the stop's audit row");
+    assert_eq!(stop.entry.trace_id.as_deref(), Some(trace_id.as_str()));
 }

@@ -53,6 +53,10 @@ pub struct NewAdminAudit {
     pub summary: serde_json::Value,
     /// The HTTP status answered.
     pub status: u16,
+    /// The OpenTelemetry trace (32 hex digits) of the request, when traces are on
+    /// (`CMP_OTEL_ENDPOINT`; writes are always exported); `None` otherwise.
+    #[serde(default)]
+    pub trace_id: Option<String>,
 }
 
 /// A stored `tb_admin_audit_log` row.

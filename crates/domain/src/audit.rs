@@ -56,6 +56,11 @@ pub struct NewCardStateLog {
     /// `data_reset`, `operator`, ...
     pub trigger: String,
     pub gateway_outcome: GatewayOutcome,
+    /// The OpenTelemetry trace (32 hex digits) of the decision, when traces are on
+    /// (`CMP_OTEL_ENDPOINT`) and it was exported; `None` otherwise. Finds the spans of the
+    /// stop, its carrier call and (when sampled) the poll that led to it.
+    #[serde(default)]
+    pub trace_id: Option<String>,
 }
 
 /// A stored state-log row.

@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::{debug, warn};
+use tracing::{Instrument, debug, warn};
 
 mod budget;
 mod retry;
@@ -172,8 +172,37 @@ impl HttpGateway {
             .await
     }
 
-    /// One HTTP request, after its rate-limit slot; records the metrics.
+    /// [`request_once`](Self::request_once) in a `carrier_request` span: `debug`, so a poll's
+    /// queries cost nothing while traces are off (and `CMP_LOG` is at `info`); with traces on
+    /// it is exported when its poll or decision is.
     async fn attempt<T: DeserializeOwned>(
+        &self,
+        kind: CallKind,
+        carrier: CarrierId,
+        iccid: &str,
+    ) -> Result<T, GatewayError> {
+        let span = tracing::debug_span!(
+            "carrier_request",
+            call = kind.as_str(),
+            carrier_id = carrier.get(),
+            outcome = tracing::field::Empty
+        );
+        let result = self
+            .request_once(kind, carrier, iccid)
+            .instrument(span.clone())
+            .await;
+        span.record(
+            "outcome",
+            match &result {
+                Ok(_) => "ok",
+                Err(e) => e.outcome(),
+            },
+        );
+        result
+    }
+
+    /// One HTTP request, after its rate-limit slot; records the metrics.
+    async fn request_once<T: DeserializeOwned>(
         &self,
         kind: CallKind,
         carrier: CarrierId,

@@ -17,7 +17,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 mod readiness;
+mod traces;
 pub use readiness::{Readiness, ReadinessReport};
+pub use traces::{ALWAYS_SAMPLED, RootSampler, Traces, sampled_trace_id};
 
 /// A command that ran to its end with an answer that is not plain success (e.g. `check` found
 /// wrong entries): exits with `code`, its message logged at `level`, never as a failure.
@@ -59,10 +61,18 @@ where
             return ExitCode::FAILURE;
         }
     };
+    let mut traces = None;
     let result = runtime.block_on(async {
-        init_tracing(&settings)?;
+        traces = init_tracing(&settings, name)?;
         body(settings).await
     });
+    // Off the runtime: the exporter's last send blocks until the collector answered.
+    drop(runtime);
+    if let Some(traces) = traces
+        && let Err(e) = traces.shutdown()
+    {
+        eprintln!("{name}: {e:#}");
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<Finished>().is_some() => {
@@ -95,18 +105,36 @@ pub async fn migrate(settings: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts logging to stderr with the `CMP_LOG` filter in the `CMP_LOG_FORMAT` format.
-pub fn init_tracing(settings: &Settings) -> anyhow::Result<()> {
+/// Starts logging to stderr with the `CMP_LOG` filter in the `CMP_LOG_FORMAT` format and, when
+/// `CMP_OTEL_ENDPOINT` is set, the trace exporter (returned: keep it, shut it down at the end).
+pub fn init_tracing(settings: &Settings, binary: &str) -> anyhow::Result<Option<Traces>> {
+    use tracing_subscriber::util::SubscriberInitExt;
+    let traces = Traces::start(settings, binary)?;
+    subscriber(settings, traces.as_ref())?
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("install the log subscriber: {e}"))?;
+    Ok(traces)
+}
+
+/// The subscriber [`init_tracing`] installs: the log lines (`CMP_LOG` filters them, not the
+/// spans exported) and, with `traces`, the OpenTelemetry layer (its own filter: our crates'
+/// spans). Tests install it for themselves with `tracing::subscriber::set_default`.
+pub fn subscriber(
+    settings: &Settings,
+    traces: Option<&Traces>,
+) -> anyhow::Result<impl tracing::Subscriber + Send + Sync + 'static> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
     let filter = tracing_subscriber::EnvFilter::try_new(&settings.log_filter)
         .with_context(|| format!("CMP_LOG={:?} is not a valid filter", settings.log_filter))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let installed = match settings.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Pretty => builder.try_init(),
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match settings.log_format {
+        LogFormat::Json => lines.json().with_filter(filter).boxed(),
+        LogFormat::Pretty => lines.with_filter(filter).boxed(),
     };
-    installed.map_err(|e| anyhow::anyhow!("install the log subscriber: {e}"))
+    Ok(tracing_subscriber::registry()
+        .with(lines)
+        .with(traces.map(Traces::layer)))
 }
 
 static PROMETHEUS: OnceLock<PrometheusHandle> = OnceLock::new();

@@ -15,6 +15,7 @@ mod gate;
 mod periodic;
 mod pools;
 mod shards;
+mod trace;
 mod type_loop;
 mod upkeep;
 

@@ -182,9 +182,13 @@ async fn dispatch(ctx: &Arc<Ctx>, pool: &Arc<Pool>, handler: &Arc<dyn TaskHandle
     let task = pool.task;
     ctx.tracker.clone().spawn(async move {
         let _permit = permit;
-        let span = tracing::info_span!("poll", card_id = %card, task = %task);
+        let span = tracing::info_span!("poll", card_id = %card, task = %task,
+            trace_id = tracing::field::Empty, outcome = tracing::field::Empty);
+        if let Some(trace_id) = crate::trace::sampled_trace_id(&span) {
+            span.record("trace_id", trace_id.as_str());
+        }
         let started = std::time::Instant::now();
-        let outcome = match AssertUnwindSafe(handler.handle(card).instrument(span)).catch_unwind().await {
+        let outcome = match AssertUnwindSafe(handler.handle(card).instrument(span.clone())).catch_unwind().await {
             Ok(o) => o,
             Err(_) => {
                 tracing::error!(card_id = %card, task = %task, "handler panicked; card rescheduled at the retry interval");
@@ -195,6 +199,7 @@ async fn dispatch(ctx: &Arc<Ctx>, pool: &Arc<Pool>, handler: &Arc<dyn TaskHandle
                 Outcome::Failure
             }
         };
+        span.record("outcome", outcome.as_str());
         pool.metrics.handled(outcome).increment(1);
         pool.metrics.duration.record(started.elapsed().as_secs_f64());
         pool.finish(card);

@@ -101,6 +101,14 @@ pub struct Settings {
     pub log_filter: String,
     /// `CMP_LOG_FORMAT` (default `pretty`).
     pub log_format: LogFormat,
+    /// `CMP_OTEL_ENDPOINT` (default unset = no traces, no exporter): the OTLP/HTTP base URL of
+    /// a collector, e.g. `http://otel-collector:4318`; spans go to `{endpoint}/v1/traces`.
+    pub otel_endpoint: Option<String>,
+    /// `CMP_OTEL_POLL_SAMPLE` (default 0.01): the fraction of polls (and of other roots, API
+    /// reads included) whose traces are exported. Stops, starts and API writes always are.
+    pub otel_poll_sample: f64,
+    /// `CMP_OTEL_SERVICE_NAME` (default unset = the binary's name, `cmp-worker` or `cmp-api`).
+    pub otel_service_name: Option<String>,
 }
 
 impl Settings {
@@ -159,6 +167,9 @@ impl Settings {
                     });
                 }
             },
+            otel_endpoint: src.endpoint("CMP_OTEL_ENDPOINT")?,
+            otel_poll_sample: src.parse("CMP_OTEL_POLL_SAMPLE", 0.01, 0.0..=1.0)?,
+            otel_service_name: src.get("CMP_OTEL_SERVICE_NAME"),
         })
     }
 }
@@ -289,6 +300,28 @@ impl Source<'_> {
             }
         }
         Ok(limits)
+    }
+
+    /// An `http://` or `https://` URL with a host, without a trailing `/`; unset is `None`.
+    fn endpoint(&self, var: &'static str) -> Result<Option<String>, SettingsError> {
+        let Some(raw) = self.get(var) else {
+            return Ok(None);
+        };
+        let rest = raw
+            .strip_prefix("http://")
+            .or_else(|| raw.strip_prefix("https://"));
+        match rest {
+            Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !rest.contains(' ') => {
+                Ok(Some(raw.trim_end_matches('/').to_owned()))
+            }
+            _ => Err(SettingsError::Invalid {
+                var,
+                value: raw,
+                reason: "expected an http:// or https:// URL of an OTLP/HTTP collector, e.g. \
+                         http://127.0.0.1:4318"
+                    .to_owned(),
+            }),
+        }
     }
 
     fn parse_any<T>(&self, var: &'static str, default: &str) -> Result<T, SettingsError>

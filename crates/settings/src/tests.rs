@@ -146,3 +146,38 @@ fn the_carrier_sync_reads_20_pages_a_run_by_default_and_a_bad_count_names_the_va
         );
     }
 }
+
+#[test]
+fn traces_are_off_by_default_and_sample_one_poll_in_a_hundred() {
+    let s = Settings::from_source(&env(&[])).expect("valid");
+    assert_eq!(s.otel_endpoint, None);
+    assert!((s.otel_poll_sample - 0.01).abs() < f64::EPSILON);
+    assert_eq!(s.otel_service_name, None);
+    let s = Settings::from_source(&env(&[
+        ("CMP_OTEL_ENDPOINT", "http://collector:4318/"),
+        ("CMP_OTEL_POLL_SAMPLE", "0.25"),
+        ("CMP_OTEL_SERVICE_NAME", "cmp-worker-eu"),
+    ]))
+    .expect("valid");
+    assert_eq!(s.otel_endpoint.as_deref(), Some("http://collector:4318"));
+    assert!((s.otel_poll_sample - 0.25).abs() < f64::EPSILON);
+    assert_eq!(s.otel_service_name.as_deref(), Some("cmp-worker-eu"));
+}
+
+#[test]
+fn bad_trace_settings_name_their_variable() {
+    for (var, bad) in [
+        ("CMP_OTEL_ENDPOINT", "collector:4318"),
+        ("CMP_OTEL_ENDPOINT", "http://"),
+        ("CMP_OTEL_ENDPOINT", "grpc://collector:4317"),
+        ("CMP_OTEL_POLL_SAMPLE", "1.5"),
+        ("CMP_OTEL_POLL_SAMPLE", "-0.1"),
+        ("CMP_OTEL_POLL_SAMPLE", "NaN"),
+        ("CMP_OTEL_POLL_SAMPLE", "1%"),
+    ] {
+        let err = Settings::from_source(&env(&[(var, bad)])).expect_err(bad);
+        let line = err.to_string();
+        assert!(line.starts_with(&format!("{var}=")), "{line}");
+        assert!(!line.contains('\n'), "{line}");
+    }
+}

@@ -6,7 +6,7 @@ use crate::service::StopResumeService;
 use crate::{StopResumeError, Trigger, metrics};
 use domain::store::{IntentClose, StateWrite};
 use domain::{Card, CardId, GatewayOutcome, NetworkStatus, NewCardStateLog, StopReason};
-use tracing::{error, warn};
+use tracing::{Instrument, error, warn};
 
 /// How the card's new state is known after a decision was carried out.
 #[expect(
@@ -41,6 +41,7 @@ impl StopResumeService {
             stop_reason,
             trigger: trigger.as_str().to_owned(),
             gateway_outcome: GatewayOutcome::Pending,
+            trace_id: crate::trace::current_trace_id(),
         };
         let row = self.append(&entry, card.stop_reason).await?;
         let deadline = self.settings.call_deadline;
@@ -115,18 +116,25 @@ impl StopResumeService {
     /// Asks the carrier to move the card to `to` (the client retries: 3 tries).
     async fn switch(&self, card: &Card, to: NetworkStatus) -> Result<(), StopResumeError> {
         let call = call_name(to);
-        let answer = match to {
-            NetworkStatus::Stopped => {
-                self.gateway
-                    .stop(card.facts.carrier_id, &card.facts.iccid)
-                    .await
+        let span = tracing::info_span!("carrier_call", call, card_id = %card.id,
+            carrier_id = %card.facts.carrier_id, outcome = tracing::field::Empty);
+        let answer = async {
+            match to {
+                NetworkStatus::Stopped => {
+                    self.gateway
+                        .stop(card.facts.carrier_id, &card.facts.iccid)
+                        .await
+                }
+                NetworkStatus::Online => {
+                    self.gateway
+                        .start(card.facts.carrier_id, &card.facts.iccid)
+                        .await
+                }
             }
-            NetworkStatus::Online => {
-                self.gateway
-                    .start(card.facts.carrier_id, &card.facts.iccid)
-                    .await
-            }
-        };
+        }
+        .instrument(span.clone())
+        .await;
+        span.record("outcome", if answer.is_ok() { "ok" } else { "failed" });
         let outcome = match answer {
             Ok(got) if got == to => Ok(()),
             Ok(got) => Err(StopResumeError::UnexpectedStatus {

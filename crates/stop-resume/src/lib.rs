@@ -34,6 +34,7 @@ pub mod metrics;
 mod protect;
 mod service;
 mod settings;
+mod trace;
 mod trigger;
 
 pub use decision::{

@@ -13,7 +13,7 @@ use gateway::CarrierGateway;
 use lifecycle::PollingLifecycleService;
 use polling_queue::{CardLock, ProtectKeys};
 use std::sync::Arc;
-use tracing::warn;
+use tracing::{Instrument, warn};
 
 /// Decides and acts for every caller. Cheap to clone (clones share everything).
 #[derive(Clone)]
@@ -242,7 +242,8 @@ impl StopResumeService {
     pub(crate) fn act(&self, card: Card, decision: Decision, trigger: Trigger) -> BoxedAct<'_> {
         // Type-erased: the intent, the call under its deadline and the close nest deep enough
         // to overflow the compiler's query depth in the handlers that await an evaluation.
-        Box::pin(self.act_inner(card, decision, trigger))
+        let span = crate::trace::decision_span(&card, &decision.action, trigger);
+        Box::pin(self.act_inner(card, decision, trigger).instrument(span))
     }
 
     async fn act_inner(
@@ -269,6 +270,7 @@ impl StopResumeService {
                         stop_reason: Some(to),
                         trigger: trigger.as_str().to_owned(),
                         gateway_outcome: GatewayOutcome::NotCalled,
+                        trace_id: crate::trace::current_trace_id(),
                     },
                     card.stop_reason,
                 )
@@ -280,9 +282,14 @@ impl StopResumeService {
             Ok(written) => written,
             Err(e) => {
                 metrics::record_failure();
+                tracing::Span::current().record("outcome", "failed");
                 return Err(e);
             }
         };
+        if !matches!(decision.action, Action::Nothing { .. }) {
+            // The `stop_start` span of `act` (a decision that does nothing has none).
+            tracing::Span::current().record("outcome", "ok");
+        }
         metrics::record(decision.action);
         metrics::log_decision(&decision, trigger);
         card = match written {

@@ -31,6 +31,7 @@ fn convert(m: log::Model) -> StoreResult<AdminAudit> {
             target: m.target,
             summary: m.summary,
             status: u16::try_from(m.status).unwrap_or(0),
+            trace_id: m.trace_id,
         },
         created_at: m.created_at,
     })
@@ -47,6 +48,7 @@ impl AdminAuditStore for PgAdminAuditStore {
             target: Set(entry.target.clone()),
             summary: Set(entry.summary.clone()),
             status: Set(i16::try_from(entry.status).unwrap_or(i16::MAX)),
+            trace_id: Set(entry.trace_id.clone()),
             ..Default::default()
         }
         .insert(&self.db)

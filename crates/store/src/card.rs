@@ -276,6 +276,7 @@ impl CardStore for PgCardStore {
             stop_reason: Set(reason.to_owned()),
             trigger: Set(entry.trigger.clone()),
             gateway_outcome: Set(entry.gateway_outcome.as_str().to_owned()),
+            trace_id: Set(entry.trace_id.clone()),
             ..Default::default()
         }
         .insert(&txn)

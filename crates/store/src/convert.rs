@@ -166,6 +166,7 @@ pub(crate) fn state_log(m: card_state_log::Model) -> StoreResult<CardStateLog> {
                 .map_err(|e| bad_column("stop_reason", e))?,
             gateway_outcome: parse("gateway_outcome", &m.gateway_outcome)?,
             trigger: m.trigger,
+            trace_id: m.trace_id,
         },
         created_at: m.created_at,
     })

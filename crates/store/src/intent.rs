@@ -32,8 +32,8 @@ WHERE iot_card_id = $1 AND gateway_outcome = 'pending'
 
 const INSERT_ROW: &str = r#"
 INSERT INTO tb_card_state_log (iot_card_id, from_status, to_status, stop_reason, trigger,
-                               gateway_outcome)
-VALUES ($1, $2, $3, $4, $5, $6)
+                               gateway_outcome, trace_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING id
 "#;
 
@@ -131,6 +131,7 @@ async fn insert(txn: &DatabaseTransaction, entry: &NewCardStateLog) -> StoreResu
                 StopReason::to_column(entry.stop_reason).into(),
                 entry.trigger.clone().into(),
                 entry.gateway_outcome.as_str().into(),
+                entry.trace_id.clone().into(),
             ],
         ))
         .await

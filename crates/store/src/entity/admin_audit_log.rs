@@ -14,6 +14,8 @@ pub struct Model {
     pub target: Json,
     pub summary: Json,
     pub status: i16,
+    /// The OpenTelemetry trace of the request (migration 0011); NULL when traces are off.
+    pub trace_id: Option<String>,
     pub created_at: DateTimeUtc,
 }
 

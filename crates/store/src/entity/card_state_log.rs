@@ -13,6 +13,8 @@ pub struct Model {
     pub stop_reason: String,
     pub trigger: String,
     pub gateway_outcome: String,
+    /// The OpenTelemetry trace of the decision (migration 0011); NULL when traces are off.
+    pub trace_id: Option<String>,
     pub created_at: DateTimeUtc,
 }
 

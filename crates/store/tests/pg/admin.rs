@@ -203,6 +203,7 @@ async fn cleanup_configs_logs_and_batched_deletes() -> anyhow::Result<()> {
         stop_reason: Some(StopReason::Manual),
         trigger: "operator".into(),
         gateway_outcome: GatewayOutcome::Ok,
+        trace_id: None,
     };
     for _ in 0..5 {
         s.cards.record_state_change(&entry).await?;

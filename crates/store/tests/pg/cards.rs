@@ -159,6 +159,7 @@ async fn state_change_updates_the_card_and_appends_its_log_row() -> anyhow::Resu
         stop_reason: Some(StopReason::NoPackage),
         trigger: "carddata".into(),
         gateway_outcome: GatewayOutcome::Ok,
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
     };
     s.cards.record_state_change(&entry).await?;
     let after = s

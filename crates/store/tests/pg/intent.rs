@@ -15,6 +15,8 @@ fn stop(card: CardId, outcome: GatewayOutcome) -> NewCardStateLog {
         stop_reason: Some(StopReason::NoPackage),
         trigger: "carddata".into(),
         gateway_outcome: outcome,
+        // Written and read back as given (the stop-resume service passes the decision's).
+        trace_id: Some(format!("{:032x}", card.get())),
     }
 }
 
