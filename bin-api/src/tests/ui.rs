@@ -119,6 +119,13 @@ async fn sign_in(
     raw(w, Method::POST, "/ui/session", headers, Some(body)).await
 }
 
+/// A `GET` with the session cookie `cookie`: its status.
+async fn read_with(w: &World, uri: &str, cookie: &str) -> StatusCode {
+    raw(w, Method::GET, uri, &[("cookie", cookie)], None)
+        .await
+        .0
+}
+
 /// The `cmp_session=...` pair of a `Set-Cookie` answer.
 fn cookie_of(headers: &axum::http::HeaderMap) -> String {
     let set = headers[header::SET_COOKIE].to_str().unwrap();
@@ -170,14 +177,7 @@ async fn a_key_is_exchanged_for_an_http_only_session_cookie_with_a_csrf_token() 
         (status, me["csrf"].as_str()),
         (StatusCode::OK, Some(csrf.as_str()))
     );
-    let (status, _, _) = raw(
-        &w,
-        Method::GET,
-        "/api/admin/cards",
-        &[("cookie", &cookie)],
-        None,
-    )
-    .await;
+    let status = read_with(&w, "/api/admin/cards", &cookie).await;
     assert_eq!(status, StatusCode::OK);
     // A write needs the token too; with it, the role decides as with the key.
     let id = card(&w, 1, serde_json::json!({})).await;
@@ -238,16 +238,9 @@ async fn a_key_is_exchanged_for_an_http_only_session_cookie_with_a_csrf_token() 
             .unwrap()
             .contains("Max-Age=0")
     );
-    let (status, _, _) = raw(
-        &w,
-        Method::GET,
-        "/api/admin/cards",
-        &[("cookie", &cookie)],
-        None,
-    )
-    .await;
+    let status = read_with(&w, "/api/admin/cards", &cookie).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _, _) = raw(&w, Method::GET, "/ui/session", &[("cookie", &cookie)], None).await;
+    let status = read_with(&w, "/ui/session", &cookie).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
@@ -267,14 +260,7 @@ async fn a_revoked_key_ends_its_sessions() {
     // Within the key cache's TTL (5 s) the session stops working.
     let deadline = std::time::Instant::now() + crate::auth::KEY_CACHE_TTL * 3;
     loop {
-        let (status, _, _) = raw(
-            &w,
-            Method::GET,
-            "/api/admin/cards",
-            &[("cookie", &cookie)],
-            None,
-        )
-        .await;
+        let status = read_with(&w, "/api/admin/cards", &cookie).await;
         if status == StatusCode::UNAUTHORIZED {
             break;
         }

@@ -122,6 +122,23 @@ fn poll_span(card: domain::CardId) -> tracing::Span {
     tracing::info_span!(target: "scheduler::type_loop", "poll", card_id = %card, task = "carddata")
 }
 
+/// A usage poll's evaluation of `card`, inside a `poll` span; it must stop the card (it has no
+/// package).
+async fn stops_in_a_poll(w: &World, card: domain::CardId) {
+    let decision = tracing::Instrument::instrument(
+        w.service.evaluate_and_act(card, Trigger::Carddata),
+        poll_span(card),
+    )
+    .await
+    .expect("evaluates");
+    assert_eq!(
+        decision.action,
+        Action::Stopped {
+            reason: StopReason::NoPackage
+        }
+    );
+}
+
 /// Waits until `inbox` holds spans satisfying `done`, or fails after `within`.
 async fn received(
     inbox: &Inbox,
@@ -181,18 +198,7 @@ async fn the_spans_of_a_stop_reach_the_collector_with_the_state_log_rows_trace_i
         "{nothing:?}"
     );
 
-    let decision = tracing::Instrument::instrument(
-        w.service.evaluate_and_act(card, Trigger::Carddata),
-        poll_span(card),
-    )
-    .await
-    .expect("evaluates");
-    assert_eq!(
-        decision.action,
-        Action::Stopped {
-            reason: StopReason::NoPackage
-        }
-    );
+    stops_in_a_poll(&w, card).await;
     let log = w.log(card).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.gateway_outcome, GatewayOutcome::Ok);
@@ -369,18 +375,7 @@ async fn with_traces_off_nothing_is_built_and_the_row_has_no_trace_id() {
 
     let w = World::new().await;
     let card = w.card("89304", None).await;
-    let decision = tracing::Instrument::instrument(
-        w.service.evaluate_and_act(card, Trigger::Carddata),
-        poll_span(card),
-    )
-    .await
-    .expect("evaluates");
-    assert_eq!(
-        decision.action,
-        Action::Stopped {
-            reason: StopReason::NoPackage
-        }
-    );
+    stops_in_a_poll(&w, card).await;
     let log = w.log(card).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].entry.trace_id, None);
