@@ -103,9 +103,8 @@ impl ImportJobs {
         mode: ImportMode,
     ) -> Result<ImportJob, fred::error::Error> {
         let now = Utc::now();
-        let bytes: [u8; 16] = rand::random();
         let job = ImportJob {
-            id: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            id: crate::keys::random_hex::<16>(),
             state: JobState::Running,
             mode,
             progress: ImportProgress::start(body.cards.len()),

@@ -20,14 +20,22 @@ pub(crate) enum KeysCommand {
 
 /// The stored form of a key.
 pub(crate) fn hash_key(key: &str) -> String {
-    let digest = Sha256::digest(key.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(key.as_bytes()))
+}
+
+/// `bytes` as lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `N` random bytes as hex: keys, session cookies, CSRF tokens, job ids.
+pub(crate) fn random_hex<const N: usize>() -> String {
+    let bytes: [u8; N] = rand::random();
+    hex(&bytes)
 }
 
 fn new_key() -> String {
-    let bytes: [u8; 24] = rand::random();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("cmp_{hex}")
+    format!("cmp_{}", random_hex::<24>())
 }
 
 pub(crate) async fn run(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<()> {

@@ -9,7 +9,7 @@
 //! and a session is only as good as its key: a revoked key ends it within the key cache's
 //! TTL. A Redis dump holds no usable cookie, only its hash.
 
-use crate::keys::hash_key;
+use crate::keys::{hash_key, random_hex};
 use axum::http::{HeaderMap, HeaderValue, header};
 use fred::clients::Pool;
 use fred::interfaces::KeysInterface;
@@ -46,11 +46,6 @@ pub(crate) struct Sessions {
     keys: Keys,
 }
 
-fn random_hex() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Sessions {
     pub(crate) fn new(redis: Pool, keys: Keys) -> Self {
         Self { redis, keys }
@@ -64,10 +59,10 @@ impl Sessions {
 
     /// Opens a session for the key whose hash is `key_hash`.
     pub(crate) async fn open(&self, key_hash: String) -> Result<Opened, fred::error::Error> {
-        let token = random_hex();
+        let token = random_hex::<32>();
         let session = Session {
             key_hash,
-            csrf: random_hex(),
+            csrf: random_hex::<32>(),
         };
         let json = serde_json::to_string(&session)
             .map_err(|e| fred::error::Error::new(fred::error::ErrorKind::Parse, e.to_string()))?;
