@@ -220,6 +220,13 @@ def main():
     print(table(results))
     print(f"\nload average {' '.join(load)}; {report['seconds']}s; JSON: {path}")
     ok = all(r["ok"] for r in results.values())
+    # The failures again, last: a CI log cut in the middle still shows what failed and why.
+    for key, r in results.items():
+        if not r["ok"]:
+            print(f"chaos: FAILED {SCENARIOS[key][0]}: {'; '.join(r['unexpected'])}"
+                  + (f" ({r['error']})" if r.get("error") else ""))
+    if not ok:
+        print(f"chaos: logs kept in {logdir}")
     if ok and not args.keep_logs:
         shutil.rmtree(logdir, ignore_errors=True)
     sys.exit(0 if ok else 1)

@@ -51,6 +51,11 @@ pub enum RedisKey {
     ShardQueue { shard: u32, task: TaskType },
     /// `polling:manual:{type}`: list of card ids pushed by operators, drained first.
     Manual { task: TaskType },
+    /// `polling:decisive:{type}`: zset, member = card id, score = the time its poll of that type
+    /// is due. Points at the cards whose next poll may stop or resume them (usage near the limit,
+    /// real-name of a `not_realname` card, packages of a stopped card), so that the dispatch
+    /// takes them before the rest of a backlog; the shard queue stays the card's one schedule.
+    Decisive { task: TaskType },
     /// `polling:card:{card_id}`: JSON snapshot of the card, TTL 300 s, sliding on hit.
     Card { card: CardId },
     /// `polling:protect:stop:{device_id}`: the device is in a stop protect period.
@@ -139,6 +144,7 @@ impl Keys {
         let _ = match key {
             RedisKey::ShardQueue { shard, task } => write!(s, "shard:{shard}:queue:{task}"),
             RedisKey::Manual { task } => write!(s, "manual:{task}"),
+            RedisKey::Decisive { task } => write!(s, "decisive:{task}"),
             RedisKey::Card { card } => write!(s, "card:{card}"),
             RedisKey::ProtectStop { device } => write!(s, "protect:stop:{device}"),
             RedisKey::ProtectStart { device } => write!(s, "protect:start:{device}"),
@@ -200,6 +206,12 @@ mod tests {
                     task: TaskType::Realname,
                 },
                 "polling:manual:realname",
+            ),
+            (
+                RedisKey::Decisive {
+                    task: TaskType::Carddata,
+                },
+                "polling:decisive:carddata",
             ),
             (RedisKey::Card { card: CardId(42) }, "polling:card:42"),
             (

@@ -15,6 +15,12 @@ pub(crate) static DEQUEUE: LazyLock<Script> =
 /// Leases cards taken from a manual list unless they are in flight.
 pub(crate) static CLAIM: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/claim.lua")));
+/// Pops the due picks of a decisive lane.
+pub(crate) static TAKE_DUE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/take_due.lua")));
+/// Leases the picked cards of one shard queue that are due.
+pub(crate) static CLAIM_DUE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/claim_due.lua")));
 /// Drops expired semaphore holders, then adds a holder if there is room.
 pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/semaphore_acquire.lua")));

@@ -157,6 +157,22 @@ pub(crate) async fn take_manual(
     }
 }
 
+/// Up to `n` due cards of the decisive lane of `task`, leased (none when Redis refuses: the
+/// shard queues still hold every card).
+pub(crate) async fn take_decisive(
+    queue: &PollingQueueManager,
+    task: TaskType,
+    n: usize,
+) -> Vec<CardId> {
+    match queue.take_decisive(task, n).await {
+        Ok(cards) => cards,
+        Err(e) => {
+            tracing::warn!(task = %task, error = %e, "decisive lane unavailable; the shard queues serve its cards in due order");
+            Vec::new()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

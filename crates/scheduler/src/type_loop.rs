@@ -1,11 +1,11 @@
-//! One task type's dispatch loop: manual list first, then every shard in parallel, no more
-//! than the pool, the cluster-wide slots and the carrier budget let start; and the hand-off of
-//! one card to the pool.
+//! One task type's dispatch loop: manual list first, then the decisive lane, then every shard
+//! in parallel, no more than the pool, the cluster-wide slots and the carrier budget let start;
+//! and the hand-off of one card to the pool.
 
 use crate::dispatch::Ctx;
 use crate::gate::{BUDGET_PAUSE, SLOT_PAUSE, budget_room, cluster_room};
 use crate::pools::Pool;
-use crate::shards::{AskPlan, MIN_PER_SHARD, dequeue_shards, shares, take_manual};
+use crate::shards::{AskPlan, MIN_PER_SHARD, dequeue_shards, shares, take_decisive, take_manual};
 use domain::{CardId, TaskType};
 use futures::FutureExt;
 use polling_queue::WAKE_HORIZON;
@@ -109,6 +109,16 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
             } else {
                 now + horizon
             };
+        }
+        // Then the cards whose poll may stop or resume them, before the rest of the due ones:
+        // under a carrier quota below demand they would otherwise wait their turn in the
+        // backlog. Their shard entries are due, so a shard is ready whenever one of them is.
+        let room = free.saturating_sub(cards.len());
+        if room > 0 && !ready.is_empty() {
+            let before = cards.len();
+            cards.extend(take_decisive(&ctx.queue, task, room).await);
+            metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "decisive")
+                .increment((cards.len() - before) as u64);
         }
         let room = free.saturating_sub(cards.len());
         if room > 0 && !ready.is_empty() {

@@ -33,7 +33,25 @@ impl DispatchBudget for Tokens {
 struct Spender {
     queue: PollingQueueManager,
     tokens: Arc<Tokens>,
-    polls: AtomicUsize,
+    /// The cards polled, in the order their polls started.
+    polled: Mutex<Vec<CardId>>,
+}
+
+impl Spender {
+    fn new(queue: &PollingQueueManager, tokens: &Arc<Tokens>) -> Arc<Self> {
+        Arc::new(Self {
+            queue: queue.clone(),
+            tokens: tokens.clone(),
+            polled: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn polled(&self) -> Vec<CardId> {
+        self.polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 #[async_trait::async_trait]
@@ -47,7 +65,10 @@ impl TaskHandler for Spender {
             .tokens
             .0
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| t.checked_sub(1));
-        self.polls.fetch_add(1, Ordering::SeqCst);
+        self.polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(card);
         let next = chrono::Utc::now() + chrono::Duration::hours(1);
         let _ = self.queue.reschedule(card, T, next).await;
         Outcome::Success
@@ -61,11 +82,7 @@ async fn the_loop_dequeues_no_more_than_the_budget_lets_start() -> anyhow::Resul
     let (_redis, queue, leases) = world().await?;
     seed_due(&queue, T, 300).await?;
     let tokens = Arc::new(Tokens::default());
-    let handler = Arc::new(Spender {
-        queue: queue.clone(),
-        tokens: tokens.clone(),
-        polls: AtomicUsize::new(0),
-    });
+    let handler = Spender::new(&queue, &tokens);
     let registry = Registry::new([handler.clone() as Arc<dyn TaskHandler>]);
     let sched = Scheduler::new(
         queue.clone(),
@@ -94,7 +111,7 @@ async fn the_loop_dequeues_no_more_than_the_budget_lets_start() -> anyhow::Resul
     stop.cancel();
     run.await?;
 
-    let polls = handler.polls.load(Ordering::SeqCst);
+    let polls = handler.polled().len();
     // A round may take what the budget showed before the previous round's polls spent it: a
     // few cards beyond, never the pool's 64.
     assert!(
@@ -113,6 +130,62 @@ async fn the_loop_dequeues_no_more_than_the_budget_lets_start() -> anyhow::Resul
     }
     assert_eq!(leased, 0, "no card taken and left waiting for the budget");
     assert_eq!(due, 300 - polls, "the rest wait, due, in the sorted set");
+    Ok(())
+}
+
+// A backlog of 300 cards due for ten minutes and 10 cards whose poll is decisive, due for a
+// second: under a budget of 10 polls every 100 ms the decisive cards go first, then the backlog
+// in due order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_short_budget_decisive_cards_are_polled_before_an_older_backlog()
+-> anyhow::Result<()> {
+    let (_redis, queue, leases) = world().await?;
+    let now = chrono::Utc::now();
+    let backlog: Vec<_> = (1..=300)
+        .map(|i| (CardId(i), now - chrono::Duration::seconds(600)))
+        .collect();
+    queue.requeue_many(T, &backlog).await?;
+    let decisive: Vec<CardId> = (1001..=1010).map(CardId).collect();
+    for card in &decisive {
+        queue.requeue(*card, T, now).await?;
+        queue
+            .reschedule_decisive(*card, T, now - chrono::Duration::seconds(1))
+            .await?;
+    }
+    let tokens = Arc::new(Tokens::default());
+    let handler = Spender::new(&queue, &tokens);
+    let registry = Registry::new([handler.clone() as Arc<dyn TaskHandler>]);
+    let sched = Scheduler::new(
+        queue.clone(),
+        registry,
+        leases,
+        Arc::new(SystemClock),
+        settings(64),
+    )
+    .with_budget(tokens.clone());
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(sched.run(stop.clone()));
+    for _ in 0..3 {
+        tokens.0.fetch_add(10, Ordering::SeqCst);
+        let spent = wait_until(
+            || tokens.0.load(Ordering::SeqCst) == 0,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert!(spent, "the budget's polls ran");
+    }
+    stop.cancel();
+    run.await?;
+
+    let polled = handler.polled();
+    let mut first: Vec<CardId> = polled.iter().take(10).copied().collect();
+    first.sort();
+    assert_eq!(first, decisive, "the decisive cards first: {polled:?}");
+    assert!(
+        polled[10..].iter().all(|c| c.get() <= 300),
+        "then the backlog: {polled:?}"
+    );
+    assert_eq!(queue.decisive_len(T).await?, 0);
     Ok(())
 }
 

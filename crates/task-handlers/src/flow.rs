@@ -12,10 +12,11 @@
 
 use crate::{HandlerError, Outcome, PollingBase, telemetry};
 use domain::store::CardFacts;
-use domain::{Card, CardId, CardIdentity, TaskType};
+use domain::{Card, CardId, CardIdentity, PackageUsage, TaskType};
 use gateway::GatewayError;
 use std::future::Future;
 use std::time::{Duration, Instant};
+use stop_resume::decisive_poll;
 use tracing::{debug, warn};
 
 /// When a card whose carrier cannot answer its task type (`GatewayError::Unsupported`) comes
@@ -29,6 +30,9 @@ pub(crate) const UNSUPPORTED_RECHECK: Duration = Duration::from_secs(3600);
 pub struct Polled {
     pub card: Card,
     pub outcome: Outcome,
+    /// The card's packages as the poll read them (the usage poll: whether its next one is
+    /// decisive depends on them, see `stop_resume::decisive_poll`); `None`: not read.
+    pub packages: Option<Vec<PackageUsage>>,
 }
 
 impl Polled {
@@ -36,6 +40,7 @@ impl Polled {
         Self {
             card,
             outcome: Outcome::Success,
+            packages: None,
         }
     }
 
@@ -45,6 +50,15 @@ impl Polled {
         Self {
             card,
             outcome: Outcome::Skipped,
+            packages: None,
+        }
+    }
+
+    /// With the packages the poll read.
+    pub fn with_packages(self, packages: Vec<PackageUsage>) -> Self {
+        Self {
+            packages: Some(packages),
+            ..self
         }
     }
 }
@@ -154,16 +168,21 @@ impl PollingBase {
         card_id: CardId,
         result: Result<Ended, HandlerError>,
     ) -> Outcome {
-        let (delay, outcome) = match result {
-            Ok(Ended::Polled(Polled { card, outcome })) => {
-                match self.matched_interval(&card, task) {
-                    Some(interval) => (interval, outcome),
-                    None => {
-                        self.align(&card, task).await;
-                        return outcome;
-                    }
+        let (delay, outcome, decisive) = match result {
+            Ok(Ended::Polled(Polled {
+                card,
+                outcome,
+                packages,
+            })) => match self.matched_interval(&card, task) {
+                Some(interval) => {
+                    let decisive = decisive_poll(task, &card, packages.as_deref(), self.now());
+                    (interval, outcome, decisive)
                 }
-            }
+                None => {
+                    self.align(&card, task).await;
+                    return outcome;
+                }
+            },
             Ok(Ended::Gone) => {
                 // Deleted (the lifecycle normally removed it already): make sure no queue keeps
                 // bringing it back. Idempotent.
@@ -188,12 +207,12 @@ impl PollingBase {
                 // carrier's configuration changes.
                 debug!(card_id = %card_id, task = %task, call,
                     "the carrier's protocol cannot answer this task type; rechecked later");
-                (UNSUPPORTED_RECHECK, Outcome::Skipped)
+                (UNSUPPORTED_RECHECK, Outcome::Skipped, false)
             }
             Err(HandlerError::Gateway(GatewayError::RateLimited)) => {
                 debug!(card_id = %card_id, task = %task,
                     "no gateway budget slot within the wait bound; card requeued for now");
-                (Duration::ZERO, Outcome::RequeuedFull)
+                (Duration::ZERO, Outcome::RequeuedFull, false)
             }
             Err(error) => {
                 // Gateway query failures are logged by the handler with its own wording.
@@ -201,10 +220,15 @@ impl PollingBase {
                     warn!(card_id = %card_id, task = %task, %error,
                         "轮询失败，按重试间隔重新入队 (poll failed; rescheduled at the retry interval)");
                 }
-                (self.settings.retry_interval, Outcome::Failure)
+                (self.settings.retry_interval, Outcome::Failure, false)
             }
         };
-        if let Err(error) = self.requeue_card(card_id, task, delay).await {
+        let requeued = if decisive {
+            self.requeue_decisive(card_id, task, delay).await
+        } else {
+            self.requeue_card(card_id, task, delay).await
+        };
+        if let Err(error) = requeued {
             warn!(card_id = %card_id, task = %task, %error,
                 "cannot reschedule the card; its lease brings it back");
         }

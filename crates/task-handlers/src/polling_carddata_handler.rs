@@ -57,21 +57,19 @@ impl PollingCarddataHandler {
         DateTime::from_timestamp_micros(wanted.max(previous + 1)).unwrap_or(now)
     }
 
-    /// Whether the decision table, given the card and its valid packages as they are now
-    /// (`None`: read them), asks for a stop, a start or a reason change (see the module doc).
-    async fn table_asks_for_action(
+    /// The card's valid packages as they are now: those the usage write charged, else read.
+    async fn packages_now(
         &self,
         card: &Card,
-        valid_packages: Option<Vec<PackageUsage>>,
-    ) -> Result<bool, HandlerError> {
-        let packages = match valid_packages {
-            Some(p) => p,
+        charged: Option<Vec<PackageUsage>>,
+    ) -> Result<Vec<PackageUsage>, HandlerError> {
+        match charged {
+            Some(p) => Ok(p),
             None => {
                 let owner = PackageOwner::covering(card.id, card.facts.device_id);
-                self.deps.packages.usages_of(owner).await?
+                Ok(self.deps.packages.usages_of(owner).await?)
             }
-        };
-        Ok(table_asks_for_action(card, &packages, self.deps.base.now()))
+        }
     }
 
     /// The carrier's month total. A failure writes nothing: the caller reschedules the card at
@@ -139,10 +137,10 @@ impl PollingCarddataHandler {
             debug!(card_id = %card.id, delta_mb = %update.delta_mb, month = ?update.counters.current_month_start_date,
                 month_usage_mb = %update.counters.current_month_usage_mb, deduction_steps = recorded.steps.len(), "usage recorded");
         }
-        if self
-            .table_asks_for_action(&card, recorded.valid_packages)
-            .await?
-        {
+        // Whether the decision table, given the card and its packages as they are now, asks
+        // for a stop, a start or a reason change (see the module doc).
+        let packages = self.packages_now(&card, recorded.valid_packages).await?;
+        if table_asks_for_action(&card, &packages, self.deps.base.now()) {
             card = self
                 .deps
                 .stop_resume
@@ -150,7 +148,7 @@ impl PollingCarddataHandler {
                 .await?
                 .card;
         }
-        Ok(Some(Polled::success(card)))
+        Ok(Some(Polled::success(card).with_packages(packages)))
     }
 }
 

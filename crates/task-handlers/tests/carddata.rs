@@ -252,3 +252,53 @@ async fn downward_correction_warns_and_rebases() {
     assert!(records(&w, card).await.is_empty());
     logs_assert(common::line_with(&["流量下调", "card_id=202"]));
 }
+
+/// Usage crossing 90 % of the allowance makes the card's next usage poll decisive: it is
+/// rescheduled at its interval in the shard queue and picked in `polling:decisive:carddata` at
+/// the same time; far from the limit it is not; once stopped, its usage decides nothing more
+/// and its packages do (a new one resumes it).
+#[tokio::test]
+async fn a_card_near_its_limit_gets_a_decisive_next_usage_poll() {
+    let w = World::new().await;
+    let spec = |id, total| CardSpec {
+        month_total_mb: total,
+        ..CardSpec::new(id)
+    };
+    let near = w.card(spec(210, dec!(910))).await;
+    let far = w.card(spec(211, dec!(500))).await;
+    let over = w.card(spec(212, dec!(1010))).await;
+    for card in [near, far, over] {
+        counters(&w, card, date(2026, 4, 1), dec!(400), dec!(400), dec!(0)).await;
+        w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1000)), dec!(400)))
+            .await;
+        assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
+    }
+
+    let picks = w
+        .queue
+        .decisive_picks(TaskType::Carddata, 10)
+        .await
+        .expect("lane reads");
+    assert_eq!(picks.len(), 1, "{picks:?}");
+    assert_eq!(picks[0].0, near);
+    assert_score(
+        Some(picks[0].1),
+        w.at(CARDDATA_SECS),
+        "the pick's time is the next poll's",
+    );
+    assert_score(
+        w.score(near, TaskType::Carddata).await,
+        w.at(CARDDATA_SECS),
+        "and its queue score",
+    );
+
+    let stopped = w.db_card(over).await;
+    assert_eq!(stopped.stop_reason, Some(StopReason::TrafficExhausted));
+    assert_eq!(w.handle(TaskType::Package, over).await, Outcome::Success);
+    let picks = w
+        .queue
+        .decisive_picks(TaskType::Package, 10)
+        .await
+        .expect("lane reads");
+    assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![over]);
+}

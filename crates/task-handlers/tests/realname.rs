@@ -263,3 +263,39 @@ async fn a_change_whose_write_answer_is_lost_leaves_the_card_in_its_new_queues()
     assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
     assert!(w.score(card, TaskType::Protect).await.is_some());
 }
+
+/// A card stopped for want of real-name waits on exactly this fact: while the carrier still
+/// reports it unverified, its next real-name poll is decisive (picked in
+/// `polling:decisive:realname` at its interval); once verified and resumed it is not.
+#[tokio::test]
+async fn a_card_waiting_on_real_name_gets_a_decisive_next_poll() {
+    let w = World::new().await;
+    let spec = |id| {
+        CardSpec::new(id)
+            .not_real_named()
+            .stopped(StopReason::NotRealname)
+    };
+    let waiting = w.card(spec(110)).await;
+    let verified = w.card(spec(111)).await;
+    for card in [waiting, verified] {
+        w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1024)), dec!(0)))
+            .await;
+    }
+    carrier_verifies(&w, 111);
+    for card in [waiting, verified] {
+        assert_eq!(w.handle(TaskType::Realname, card).await, Outcome::Success);
+    }
+    assert_eq!(w.db_card(verified).await.stop_reason, None, "resumed");
+
+    let picks = w
+        .queue
+        .decisive_picks(TaskType::Realname, 10)
+        .await
+        .expect("lane reads");
+    assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![waiting]);
+    assert_score(
+        Some(picks[0].1),
+        w.at(REALNAME_SECS),
+        "due at the next poll",
+    );
+}

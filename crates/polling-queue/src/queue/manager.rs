@@ -152,8 +152,30 @@ impl PollingQueueManager {
         task: TaskType,
         next_check_at: DateTime<Utc>,
     ) -> Result<(), QueueError> {
+        self.reschedule_with(card, task, next_check_at, false).await
+    }
+
+    /// [`reschedule`](Self::reschedule) of a card whose poll at `next_check_at` may stop or
+    /// resume it: it also goes in the decisive lane of `task`, so that a backlog does not hold
+    /// it back (`decisive.rs`).
+    pub async fn reschedule_decisive(
+        &self,
+        card: CardId,
+        task: TaskType,
+        next_check_at: DateTime<Utc>,
+    ) -> Result<(), QueueError> {
+        self.reschedule_with(card, task, next_check_at, true).await
+    }
+
+    async fn reschedule_with(
+        &self,
+        card: CardId,
+        task: TaskType,
+        next_check_at: DateTime<Utc>,
+        decisive: bool,
+    ) -> Result<(), QueueError> {
         self.rescheduler
-            .submit((task, card, next_check_at))
+            .submit((task, card, next_check_at, decisive))
             .await
             .map_err(|closed| QueueError::Batch(domain::Cause::new(closed)))?
             .map_err(QueueError::Batch)

@@ -1,13 +1,11 @@
 //! The manual lists `polling:manual:{type}` of [`PollingQueueManager`]: card ids operators
 //! pushed, drained by the scheduler before the shard queues.
 
-use super::score::{lease_ms, parse_members};
+use super::score::parse_members;
 use super::wake;
 use crate::{PollingQueueManager, QueueError, RedisKey, scripts};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
-use fred::types::Value;
-use std::collections::BTreeMap;
 
 impl PollingQueueManager {
     /// Pushes `card` on the manual list of `task` (operators); the scheduler drains it first.
@@ -76,34 +74,14 @@ impl PollingQueueManager {
         if cards.is_empty() {
             return Ok(Vec::new());
         }
-        let mut by_shard = BTreeMap::<u32, Vec<CardId>>::new();
-        for card in cards {
-            by_shard
-                .entry(self.shard_of(*card))
-                .or_default()
-                .push(*card);
-        }
-        let lease = lease_ms(self.settings.lease);
-        let calls = by_shard.iter().map(|(shard, members)| {
-            let mut args = vec![Value::from(lease)];
-            args.extend(members.iter().map(|c| Value::from(c.get())));
-            scripts::eval::<Vec<i64>>(
-                &scripts::CLAIM,
-                &self.pool,
-                self.keys.shard_queue(*shard, task),
-                args,
-            )
-        });
-        let codes = futures::future::try_join_all(calls).await?;
+        let codes = self.claim_codes(&scripts::CLAIM, task, cards).await?;
         let mut claimed = Vec::with_capacity(cards.len());
-        for ((_, members), codes) in by_shard.iter().zip(codes) {
-            for (card, code) in members.iter().zip(codes) {
-                if code == 0 {
-                    tracing::debug!(card_id = card.get(), task = %task,
-                        "manual trigger of a card being polled elsewhere; that poll covers it");
-                } else {
-                    claimed.push(*card);
-                }
+        for (card, code) in codes {
+            if code == 0 {
+                tracing::debug!(card_id = card.get(), task = %task,
+                    "manual trigger of a card being polled elsewhere; that poll covers it");
+            } else {
+                claimed.push(card);
             }
         }
         Ok(claimed)

@@ -1,11 +1,14 @@
-//! The sharded queues and the manual lists: [`PollingQueueManager`](manager::PollingQueueManager)
-//! and what it does to them (enqueue, lease-based dequeue, reschedule, alignment with the
-//! matched configs, removal, the `check` scan), the scores they hold, and the initializer's
-//! bulk writes with the reconciliation's progress.
+//! The sharded queues, the manual lists and the decisive lanes:
+//! [`PollingQueueManager`](manager::PollingQueueManager) and what it does to them (enqueue,
+//! lease-based dequeue, reschedule, alignment with the matched configs, removal, the `check`
+//! scan), the scores they hold, and the initializer's bulk writes with the reconciliation's
+//! progress.
 
 pub(crate) mod align;
 mod bulk_resp;
 pub(crate) mod check;
+mod claim;
+mod decisive;
 pub(crate) mod init;
 pub(crate) mod manager;
 mod manual;

@@ -1,5 +1,6 @@
 //! Group commit of the handlers' reschedules: the `ZADD XX` of concurrent polls go out as one
-//! pipeline of variadic `ZADD XX`, one command per queue key (see the `batch` crate).
+//! pipeline of variadic `ZADD XX`, one command per queue key (see the `batch` crate), with the
+//! picks of the decisive lanes (`decisive.rs`) in the same pipeline.
 
 use super::{CHUNK, wake};
 use crate::{Keys, QueueError, RedisKey};
@@ -12,8 +13,9 @@ use fred::types::{ClusterHash, CustomCommand, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// One poll's reschedule.
-pub(crate) type Reschedule = (TaskType, CardId, DateTime<Utc>);
+/// One poll's reschedule: the card's next poll of the type, and whether that poll is decisive
+/// (it goes in the type's decisive lane too).
+pub(crate) type Reschedule = (TaskType, CardId, DateTime<Utc>, bool);
 
 /// The batch writer of reschedules; answers each one `Ok` or the pipeline's error.
 pub(crate) type Rescheduler = Batcher<Reschedule, Result<(), Cause>>;
@@ -44,8 +46,10 @@ pub(crate) fn writer(
     )
 }
 
-/// `ZADD XX` of many (task, card, time) entries: one command per queue key (members in input
-/// order, so of two entries of one card the later wins), all in one pipeline.
+/// `ZADD XX` of many (task, card, time, decisive) entries: one command per queue key (members
+/// in input order, so of two entries of one card the later wins), and a plain `ZADD` per
+/// decisive lane of the decisive ones, all in one pipeline. A pick whose `ZADD XX` found no
+/// entry (the card was removed meanwhile) is dropped when the lane is taken.
 ///
 /// The arguments are built without a `String` per card: the score, a whole millisecond, and
 /// the member are written as decimal text into one buffer shared by the batch (digit by digit,
@@ -63,9 +67,11 @@ async fn zadd_xx_many(
     let shards = shard_count.max(1) as usize;
     // `[task * shards + shard]` -> the pairs (score, member) of that queue, in input order.
     let mut queues: Vec<Vec<Value>> = vec![Vec::new(); 4 * shards];
+    // `[task]` -> the pairs (score, member) of that type's decisive lane.
+    let mut lanes: [Vec<Value>; 4] = Default::default();
     let mut soon: [BTreeSet<u32>; 4] = Default::default();
     let mut text = BytesMut::with_capacity(entries.len() * 15);
-    for (task, card, at) in entries {
+    for (task, card, at, decisive) in entries {
         let shard = card.shard(shard_count);
         let queue = task.index() * shards + shard as usize;
         let Some(args) = queues.get_mut(queue) else {
@@ -74,8 +80,14 @@ async fn zadd_xx_many(
         if wake::due_soon(at, now) {
             soon[task.index()].insert(shard);
         }
-        args.push(Value::Bytes(score_text(&mut text, at)));
-        args.push(Value::Bytes(integer_text(&mut text, card.get())));
+        let (score, member) = (
+            Value::Bytes(score_text(&mut text, at)),
+            Value::Bytes(integer_text(&mut text, card.get())),
+        );
+        if decisive {
+            lanes[task.index()].extend([score.clone(), member.clone()]);
+        }
+        args.extend([score, member]);
     }
     let zadd = CustomCommand::new_static("ZADD", ClusterHash::FirstKey, false);
     let pipe = pool.next().pipeline();
@@ -89,6 +101,15 @@ async fn zadd_xx_many(
             let mut args = Vec::with_capacity(2 + chunk.len());
             args.push(key.clone());
             args.push(Value::from_static_str("XX"));
+            args.extend_from_slice(chunk);
+            let _: () = pipe.custom(zadd.clone(), args).await?;
+        }
+    }
+    for (task, pairs) in TaskType::ALL.into_iter().zip(&lanes) {
+        let key = Value::from(keys.render(&RedisKey::Decisive { task }));
+        for chunk in pairs.chunks(2 * CHUNK) {
+            let mut args = Vec::with_capacity(1 + chunk.len());
+            args.push(key.clone());
             args.extend_from_slice(chunk);
             let _: () = pipe.custom(zadd.clone(), args).await?;
         }
