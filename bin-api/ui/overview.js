@@ -31,6 +31,7 @@
       [t('failure_rate'), function (r) { return I18N.pct(r.failure_rate); }, true],
       [t('due_backlog'), function (r) { return I18N.num(r.due_backlog); }, true],
       [t('oldest_due'), function (r) { return I18N.secs(r.oldest_due_age_secs); }, true],
+      [t('decisive'), function (r) { return I18N.num(r.decisive_waiting); }, true],
       [t('depth'), function (r) { return I18N.num(r.total_depth); }, true],
     ], stats.task_types), (stats.warnings || []).map(function (w) { return h('p', { class: 'warn' }, w); }));
   }

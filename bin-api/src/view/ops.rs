@@ -28,6 +28,9 @@ view! {
         total_depth: u64,
         due_backlog: u64,
         oldest_due_age_secs: u64,
+        /// Picks in the type's decisive lane (`polling:decisive:{type}`): cards whose next poll
+        /// may stop or resume them, taken before the rest of a backlog (due or not yet).
+        decisive_waiting: u64,
         missing_shards: Vec<u32>,
         /// Polls (success + failure) per minute over the last [`RATE_WINDOW_MINUTES`] whole minutes.
         polls_per_minute: f64,

@@ -62,13 +62,21 @@ async fn decisive_cards_are_taken_before_an_older_backlog() -> anyhow::Result<()
     assert_eq!(lane, 5, "the lane is `polling:decisive:{{type}}`");
 
     // Earliest first, leased in their shard queues like a dequeue.
-    assert_eq!(qm.take_decisive(T, 3).await?, decisive[..3].to_vec());
+    let first = qm.take_decisive(T, 3).await?;
+    assert_eq!(first.cards, decisive[..3].to_vec());
+    assert_eq!(
+        first.next_due_in,
+        Some(std::time::Duration::ZERO),
+        "more are due"
+    );
     for card in &decisive[..3] {
         let score = qm.score_of(*card, T).await?.unwrap_or_default();
         assert!(is_lease_score(score), "card {card} leased: {score}");
     }
-    assert_eq!(qm.take_decisive(T, 10).await?, decisive[3..].to_vec());
-    assert!(qm.take_decisive(T, 10).await?.is_empty());
+    assert_eq!(qm.take_decisive(T, 10).await?.cards, decisive[3..].to_vec());
+    let empty = qm.take_decisive(T, 10).await?;
+    assert!(empty.cards.is_empty());
+    assert_eq!(empty.next_due_in, None, "an empty lane");
     assert_eq!(qm.decisive_len(T).await?, 0, "taken picks leave the lane");
 
     // The shard queues still serve the backlog, and not the decisive cards again (leased).
@@ -112,7 +120,11 @@ async fn a_pick_never_polls_a_card_early_twice_or_after_its_removal() -> anyhow:
     polled(&qm, moved, due, true).await?;
     qm.reschedule_decisive(moved, T, later).await?;
 
-    assert!(qm.take_decisive(T, 10).await?.is_empty());
+    let taken = qm.take_decisive(T, 10).await?;
+    assert!(taken.cards.is_empty());
+    // The earliest pick left is due in an hour (the waiting and the moved card).
+    let wait = taken.next_due_in.unwrap_or_default().as_secs();
+    assert!((3590..=3600).contains(&wait), "next pick due in {wait} s");
     assert_eq!(
         qm.score_of(stale, T).await?,
         Some(later.timestamp_millis() as f64 / 1000.0)

@@ -32,13 +32,15 @@ fn every_script_is_embedded_and_checked() -> anyhow::Result<()> {
         names,
         [
             "claim.lua",
+            "claim_due.lua",
             "compare_delete.lua",
             "compare_pexpire.lua",
             "dequeue.lua",
             "gcra.lua",
             "gcra_booked.lua",
             "semaphore_acquire.lua",
-            "semaphore_count.lua"
+            "semaphore_count.lua",
+            "take_due.lua"
         ]
     );
     let embedded = include_str!("../src/scripts.rs");

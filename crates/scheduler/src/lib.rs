@@ -23,4 +23,4 @@ pub use dispatch::{Scheduler, SchedulerSettings, ShutdownReport};
 pub use gate::{BUDGET_PAUSE, BUDGET_PAUSE_MAX, DispatchBudget};
 pub use periodic::{BoxError, PeriodicJob};
 pub use pools::PoolSizes;
-pub use upkeep::OLDEST_DUE_AGE;
+pub use upkeep::{DECISIVE_WAITING, OLDEST_DUE_AGE};

@@ -157,18 +157,31 @@ pub(crate) async fn take_manual(
     }
 }
 
-/// Up to `n` due cards of the decisive lane of `task`, leased (none when Redis refuses: the
-/// shard queues still hold every card).
+/// The longest a dispatch loop goes without asking the decisive lane while it dequeues: the
+/// lane's answer says when its earliest pick is due, but a pick written since may be due
+/// sooner. One question a second per busy loop.
+pub(crate) const DECISIVE_RECHECK: Duration = Duration::from_secs(1);
+
+/// Up to `n` due cards of the decisive lane of `task`, leased, and when to ask the lane again
+/// (at once when it had more due; else when its earliest pick is due, at most
+/// [`DECISIVE_RECHECK`] from `now`). None when Redis refuses: the shard queues still hold
+/// every card.
 pub(crate) async fn take_decisive(
     queue: &PollingQueueManager,
     task: TaskType,
     n: usize,
-) -> Vec<CardId> {
+    now: Instant,
+) -> (Vec<CardId>, Instant) {
     match queue.take_decisive(task, n).await {
-        Ok(cards) => cards,
+        Ok(taken) => {
+            let wait = taken
+                .next_due_in
+                .map_or(DECISIVE_RECHECK, |d| d.min(DECISIVE_RECHECK));
+            (taken.cards, now + wait)
+        }
         Err(e) => {
             tracing::warn!(task = %task, error = %e, "decisive lane unavailable; the shard queues serve its cards in due order");
-            Vec::new()
+            (Vec::new(), now + DECISIVE_RECHECK)
         }
     }
 }

@@ -37,6 +37,7 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
         Instant::now(),
     );
     let mut manual_at = Instant::now();
+    let mut decisive_at = Instant::now();
     let mut rotate = 0u32;
     // Wait for this much room before dequeuing again while polls are running, so that one
     // round trip per shard moves a useful number of cards (a round of a few cards over every
@@ -59,6 +60,9 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
             let woken = wakes.take(task);
             if woken.all || woken.manual {
                 manual_at = now;
+            }
+            if woken.all {
+                decisive_at = now;
             }
             plan.wake((!woken.all).then_some(&woken.shards), now);
         }
@@ -114,9 +118,11 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
         // under a carrier quota below demand they would otherwise wait their turn in the
         // backlog. Their shard entries are due, so a shard is ready whenever one of them is.
         let room = free.saturating_sub(cards.len());
-        if room > 0 && !ready.is_empty() {
+        if room > 0 && !ready.is_empty() && decisive_at <= now {
             let before = cards.len();
-            cards.extend(take_decisive(&ctx.queue, task, room).await);
+            let (taken, again) = take_decisive(&ctx.queue, task, room, now).await;
+            decisive_at = again;
+            cards.extend(taken);
             metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "decisive")
                 .increment((cards.len() - before) as u64);
         }

@@ -12,6 +12,10 @@ use std::time::Duration;
 /// due (0 when none is), read with `cmp_due_backlog`; over the type's interval, cards are late.
 pub const OLDEST_DUE_AGE: &str = "cmp_oldest_due_age_seconds";
 
+/// `cmp_decisive_waiting{task}`: picks in the task type's decisive lane, the cards whose next
+/// poll may stop or resume them (due or not yet).
+pub const DECISIVE_WAITING: &str = "cmp_decisive_waiting";
+
 /// The gauges, until shutdown (periodic jobs run in their own tasks).
 pub(crate) async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
     let mut next_backlog = tokio::time::Instant::now();
@@ -41,6 +45,9 @@ pub(crate) async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
                     Err(e) => {
                         tracing::warn!(task = %pool.task, error = %e, "due backlog unavailable")
                     }
+                }
+                if let Ok(n) = ctx.queue.decisive_len(pool.task).await {
+                    metrics::gauge!(DECISIVE_WAITING, "task" => pool.task.as_str()).set(n as f64);
                 }
             }
         }

@@ -11,6 +11,7 @@
 //! is aligned with the config it matches now instead).
 
 use crate::{HandlerError, Outcome, PollingBase, telemetry};
+use chrono::{DateTime, Utc};
 use domain::store::CardFacts;
 use domain::{Card, CardId, CardIdentity, PackageUsage, TaskType};
 use gateway::GatewayError;
@@ -233,6 +234,47 @@ impl PollingBase {
                 "cannot reschedule the card; its lease brings it back");
         }
         outcome
+    }
+
+    /// Reschedules the card at `now + delay` (`ZADD XX`: a card removed meanwhile by the
+    /// lifecycle stays removed).
+    pub async fn requeue_card(
+        &self,
+        card_id: CardId,
+        task: TaskType,
+        delay: Duration,
+    ) -> Result<(), HandlerError> {
+        self.queue
+            .reschedule(card_id, task, self.after(delay))
+            .await?;
+        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(), "card rescheduled");
+        Ok(())
+    }
+
+    /// [`requeue_card`](Self::requeue_card) of a card whose next poll of `task` may stop or
+    /// resume it (`stop_resume::decisive_poll`): also marked in the type's decisive lane, so a
+    /// backlog under a carrier quota does not hold it back.
+    pub async fn requeue_decisive(
+        &self,
+        card_id: CardId,
+        task: TaskType,
+        delay: Duration,
+    ) -> Result<(), HandlerError> {
+        self.queue
+            .reschedule_decisive(card_id, task, self.after(delay))
+            .await?;
+        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(),
+            "card rescheduled; its next poll is decisive");
+        Ok(())
+    }
+
+    /// `now + delay` (`now` when that overflows).
+    fn after(&self, delay: Duration) -> DateTime<Utc> {
+        let now = self.now();
+        chrono::Duration::from_std(delay)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .unwrap_or(now)
     }
 
     /// The card's matched config no longer schedules `task` (its facts or the configs changed):

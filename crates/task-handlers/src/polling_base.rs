@@ -13,7 +13,7 @@ use polling_queue::{CardCache, ConcurrencySemaphore, Permit, PollingQueueManager
 use std::sync::Arc;
 use std::time::Duration;
 use stop_resume::{Action, ProtectEvidence, StopResumeService, decide};
-use tracing::{debug, warn};
+use tracing::warn;
 
 /// Concurrency slots, the card cache, rescheduling, the matched interval and the lifecycle
 /// service that keeps queue membership equal to the matched config. Cheap to clone: every
@@ -100,47 +100,6 @@ impl PollingBase {
                 warn!(card_id = %identity.id, %error, "cannot invalidate the card cache either");
             }
         }
-    }
-
-    /// Reschedules the card at `now + delay` (`ZADD XX`: a card removed meanwhile by the
-    /// lifecycle stays removed).
-    pub async fn requeue_card(
-        &self,
-        card_id: CardId,
-        task: TaskType,
-        delay: Duration,
-    ) -> Result<(), HandlerError> {
-        self.queue
-            .reschedule(card_id, task, self.after(delay))
-            .await?;
-        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(), "card rescheduled");
-        Ok(())
-    }
-
-    /// [`requeue_card`](Self::requeue_card) of a card whose next poll of `task` may stop or
-    /// resume it (`stop_resume::decisive_poll`): also marked in the type's decisive lane, so a
-    /// backlog under a carrier quota does not hold it back.
-    pub async fn requeue_decisive(
-        &self,
-        card_id: CardId,
-        task: TaskType,
-        delay: Duration,
-    ) -> Result<(), HandlerError> {
-        self.queue
-            .reschedule_decisive(card_id, task, self.after(delay))
-            .await?;
-        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(),
-            "card rescheduled; its next poll is decisive");
-        Ok(())
-    }
-
-    /// `now + delay` (`now` when that overflows).
-    fn after(&self, delay: Duration) -> DateTime<Utc> {
-        let now = self.now();
-        chrono::Duration::from_std(delay)
-            .ok()
-            .and_then(|d| now.checked_add_signed(d))
-            .unwrap_or(now)
     }
 
     /// The interval of `task` in the config the card matches now; `None`: no config matches,

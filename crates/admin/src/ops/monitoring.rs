@@ -38,6 +38,9 @@ pub struct TaskTypeStats {
     pub total_depth: u64,
     pub due_backlog: u64,
     pub oldest_due_age_secs: u64,
+    /// Picks in the type's decisive lane (`polling:decisive:{type}`): cards whose next poll may
+    /// stop or resume them, taken before the rest of a backlog (due or not yet).
+    pub decisive_waiting: u64,
     pub missing_shards: Vec<u32>,
     /// Polls (success + failure) per minute over the last [`RATE_WINDOW_MINUTES`] whole minutes.
     pub polls_per_minute: f64,
@@ -128,13 +131,15 @@ impl MonitoringService {
         task: TaskType,
         now: DateTime<Utc>,
     ) -> Result<(TaskTypeStats, Vec<String>), AdminError> {
-        let (summary, minutes) = tokio::join!(
+        let (summary, minutes, decisive) = tokio::join!(
             self.metrics.queue.queue_summary(task),
             self.metrics
                 .recent
-                .task_minutes(task, now, RATE_WINDOW_MINUTES)
+                .task_minutes(task, now, RATE_WINDOW_MINUTES),
+            self.metrics.queue.decisive_len(task)
         );
         let minutes = minutes.map_err(AdminError::Queue)?;
+        let decisive = decisive.map_err(AdminError::Queue)?;
         let (polls, failures) = minutes.iter().fold((0u64, 0u64), |(p, f), (_, c)| {
             (p + c.polls(), f + c.failure)
         });
@@ -143,6 +148,7 @@ impl MonitoringService {
             total_depth: summary.depth,
             due_backlog: summary.due,
             oldest_due_age_secs: summary.oldest_due_age_secs,
+            decisive_waiting: decisive,
             missing_shards: summary.missing_shards,
             polls_per_minute: polls as f64 / f64::from(RATE_WINDOW_MINUTES),
             failure_rate: if polls == 0 {

@@ -12,36 +12,54 @@
 //! loses only the order: every card is still polled from its shard queue.
 
 use super::score::parse_members;
-use crate::{PollingQueueManager, QueueError, RedisKey, scripts};
+use crate::{Dequeued, PollingQueueManager, QueueError, RedisKey, scripts};
 use domain::{CardId, TaskType};
 use fred::prelude::*;
 use fred::types::Value;
+use std::time::Duration;
 
 impl PollingQueueManager {
     /// Takes up to `n` cards from the decisive lane of `task`: its due picks, earliest first,
-    /// leased in their shard queues. Picks whose card is not due there are dropped (see the
-    /// module doc), so fewer than `n` may come back while the lane still holds due picks.
-    pub async fn take_decisive(&self, task: TaskType, n: usize) -> Result<Vec<CardId>, QueueError> {
+    /// leased in their shard queues, and how long until the earliest pick left is due (zero
+    /// when `n` picks were due; `None`: the lane is empty). Picks whose card is not due in its
+    /// shard queue are dropped (see the module doc), so fewer than `n` cards may come back while
+    /// the lane still holds due picks.
+    pub async fn take_decisive(&self, task: TaskType, n: usize) -> Result<Dequeued, QueueError> {
         if n == 0 {
-            return Ok(Vec::new());
+            return Ok(Dequeued {
+                cards: Vec::new(),
+                next_due_in: Some(Duration::ZERO),
+            });
         }
         let key = self.keys.render(&RedisKey::Decisive { task });
-        let picked: Vec<String> = scripts::eval(
+        let answer: Vec<Value> = scripts::eval(
             &scripts::TAKE_DUE,
             &self.pool,
             key.clone(),
             vec![Value::from(n as i64)],
         )
         .await?;
+        let mut answer = answer.into_iter();
+        let picked: Vec<String> = match answer.next() {
+            Some(due) => due.convert()?,
+            None => Vec::new(),
+        };
+        let next_due_in = answer
+            .next()
+            .and_then(|wait| wait.as_i64())
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(Duration::from_millis);
         let picked = parse_members(&key, picked)?;
-        if picked.is_empty() {
-            return Ok(picked);
-        }
-        let codes = self.claim_codes(&scripts::CLAIM_DUE, task, &picked).await?;
-        Ok(codes
-            .into_iter()
-            .filter_map(|(card, code)| (code == 1).then_some(card))
-            .collect())
+        let cards = if picked.is_empty() {
+            picked
+        } else {
+            let codes = self.claim_codes(&scripts::CLAIM_DUE, task, &picked).await?;
+            codes
+                .into_iter()
+                .filter_map(|(card, code)| (code == 1).then_some(card))
+                .collect()
+        };
+        Ok(Dequeued { cards, next_due_in })
     }
 
     /// The earliest `n` picks of the decisive lane of `task`: each card with the time its
