@@ -6,7 +6,7 @@ mod common;
 
 use common::{seed_due, settings, wait_until, world};
 use domain::{CardId, SystemClock, TaskType};
-use polling_queue::{PollingQueueManager, is_lease_score};
+use polling_queue::{PollingQueueManager, SingletonLease, is_lease_score};
 use scheduler::{DispatchBudget, Scheduler};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,14 +75,13 @@ impl TaskHandler for Spender {
     }
 }
 
-// 300 due cards, a pool of 64, a budget of 10 calls every 100 ms: the loop takes no more cards
-// than the budget lets start; the others wait in the sorted set, due, not leased.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_loop_dequeues_no_more_than_the_budget_lets_start() -> anyhow::Result<()> {
-    let (_redis, queue, leases) = world().await?;
-    seed_due(&queue, T, 300).await?;
-    let tokens = Arc::new(Tokens::default());
-    let handler = Spender::new(&queue, &tokens);
+/// A scheduler (pool 64) of one [`Spender`] under the budget `tokens`.
+fn spending(
+    queue: &PollingQueueManager,
+    leases: SingletonLease,
+    tokens: &Arc<Tokens>,
+) -> (Arc<Spender>, Scheduler) {
+    let handler = Spender::new(queue, tokens);
     let registry = Registry::new([handler.clone() as Arc<dyn TaskHandler>]);
     let sched = Scheduler::new(
         queue.clone(),
@@ -92,6 +91,17 @@ async fn the_loop_dequeues_no_more_than_the_budget_lets_start() -> anyhow::Resul
         settings(64),
     )
     .with_budget(tokens.clone());
+    (handler, sched)
+}
+
+// 300 due cards, a pool of 64, a budget of 10 calls every 100 ms: the loop takes no more cards
+// than the budget lets start; the others wait in the sorted set, due, not leased.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_dequeues_no_more_than_the_budget_lets_start() -> anyhow::Result<()> {
+    let (_redis, queue, leases) = world().await?;
+    seed_due(&queue, T, 300).await?;
+    let tokens = Arc::new(Tokens::default());
+    let (handler, sched) = spending(&queue, leases, &tokens);
     let stop = CancellationToken::new();
     let run = tokio::spawn(sched.run(stop.clone()));
     let mut issued = 0;
@@ -153,16 +163,7 @@ async fn under_a_short_budget_decisive_cards_are_polled_before_an_older_backlog(
             .await?;
     }
     let tokens = Arc::new(Tokens::default());
-    let handler = Spender::new(&queue, &tokens);
-    let registry = Registry::new([handler.clone() as Arc<dyn TaskHandler>]);
-    let sched = Scheduler::new(
-        queue.clone(),
-        registry,
-        leases,
-        Arc::new(SystemClock),
-        settings(64),
-    )
-    .with_budget(tokens.clone());
+    let (handler, sched) = spending(&queue, leases, &tokens);
     let stop = CancellationToken::new();
     let run = tokio::spawn(sched.run(stop.clone()));
     for _ in 0..3 {

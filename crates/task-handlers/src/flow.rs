@@ -224,12 +224,7 @@ impl PollingBase {
                 (self.settings.retry_interval, Outcome::Failure, false)
             }
         };
-        let requeued = if decisive {
-            self.requeue_decisive(card_id, task, delay).await
-        } else {
-            self.requeue_card(card_id, task, delay).await
-        };
-        if let Err(error) = requeued {
+        if let Err(error) = self.requeue(card_id, task, delay, decisive).await {
             warn!(card_id = %card_id, task = %task, %error,
                 "cannot reschedule the card; its lease brings it back");
         }
@@ -244,27 +239,27 @@ impl PollingBase {
         task: TaskType,
         delay: Duration,
     ) -> Result<(), HandlerError> {
-        self.queue
-            .reschedule(card_id, task, self.after(delay))
-            .await?;
-        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(), "card rescheduled");
-        Ok(())
+        self.requeue(card_id, task, delay, false).await
     }
 
-    /// [`requeue_card`](Self::requeue_card) of a card whose next poll of `task` may stop or
-    /// resume it (`stop_resume::decisive_poll`): also marked in the type's decisive lane, so a
-    /// backlog under a carrier quota does not hold it back.
-    pub async fn requeue_decisive(
+    /// [`requeue_card`](Self::requeue_card); with `decisive` (the card's next poll of `task`
+    /// may stop or resume it, `stop_resume::decisive_poll`) also picked in the type's decisive
+    /// lane, so a backlog under a carrier quota does not hold it back.
+    async fn requeue(
         &self,
         card_id: CardId,
         task: TaskType,
         delay: Duration,
+        decisive: bool,
     ) -> Result<(), HandlerError> {
-        self.queue
-            .reschedule_decisive(card_id, task, self.after(delay))
-            .await?;
-        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(),
-            "card rescheduled; its next poll is decisive");
+        let at = self.after(delay);
+        if decisive {
+            self.queue.reschedule_decisive(card_id, task, at).await?;
+        } else {
+            self.queue.reschedule(card_id, task, at).await?;
+        }
+        debug!(card_id = %card_id, task = %task, delay_secs = delay.as_secs(), decisive,
+            "card rescheduled");
         Ok(())
     }
 

@@ -39,27 +39,20 @@ impl PollingQueueManager {
             vec![Value::from(n as i64)],
         )
         .await?;
-        let mut answer = answer.into_iter();
-        let picked: Vec<String> = match answer.next() {
-            Some(due) => due.convert()?,
-            None => Vec::new(),
-        };
-        let next_due_in = answer
-            .next()
-            .and_then(|wait| wait.as_i64())
-            .and_then(|ms| u64::try_from(ms).ok())
-            .map(Duration::from_millis);
-        let picked = parse_members(&key, picked)?;
-        let cards = if picked.is_empty() {
-            picked
-        } else {
-            let codes = self.claim_codes(&scripts::CLAIM_DUE, task, &picked).await?;
-            codes
+        let picked = Dequeued::from_answer(&key, answer)?;
+        if picked.cards.is_empty() {
+            return Ok(picked);
+        }
+        let codes = self
+            .claim_codes(&scripts::CLAIM_DUE, task, &picked.cards)
+            .await?;
+        Ok(Dequeued {
+            cards: codes
                 .into_iter()
                 .filter_map(|(card, code)| (code == 1).then_some(card))
-                .collect()
-        };
-        Ok(Dequeued { cards, next_due_in })
+                .collect(),
+            next_due_in: picked.next_due_in,
+        })
     }
 
     /// The earliest `n` picks of the decisive lane of `task`: each card with the time its

@@ -39,6 +39,27 @@ pub struct Dequeued {
     pub next_due_in: Option<Duration>,
 }
 
+impl Dequeued {
+    /// A script's `{due, wait}` answer from `key` (`dequeue.lua`, `take_due.lua`): the members
+    /// and the milliseconds until the earliest entry left is due (-1: none left).
+    pub(crate) fn from_answer(key: &str, answer: Vec<Value>) -> Result<Self, QueueError> {
+        let mut answer = answer.into_iter();
+        let members: Vec<String> = match answer.next() {
+            Some(due) => due.convert()?,
+            None => Vec::new(),
+        };
+        let next_due_in = answer
+            .next()
+            .and_then(|wait| wait.as_i64())
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(Duration::from_millis);
+        Ok(Dequeued {
+            cards: parse_members(key, members)?,
+            next_due_in,
+        })
+    }
+}
+
 /// The queues: sorted sets `polling:shard:{shard}:queue:{type}` and lists `polling:manual:{type}`
 /// (manual lists in `manual.rs`, monitoring reads in `observation/depth.rs`).
 ///
@@ -118,20 +139,7 @@ impl PollingQueueManager {
         ];
         let answer: Vec<Value> =
             scripts::eval(&scripts::DEQUEUE, &self.pool, key.clone(), args).await?;
-        let mut answer = answer.into_iter();
-        let members: Vec<String> = match answer.next() {
-            Some(due) => due.convert()?,
-            None => Vec::new(),
-        };
-        let next_due_in = answer
-            .next()
-            .and_then(|wait| wait.as_i64())
-            .and_then(|ms| u64::try_from(ms).ok())
-            .map(Duration::from_millis);
-        Ok(Dequeued {
-            cards: parse_members(&key, members)?,
-            next_due_in,
-        })
+        Dequeued::from_answer(&key, answer)
     }
 
     /// Puts `card` in the queue at `next_check_at` whether or not it is there (lifecycle).

@@ -197,3 +197,4 @@ fn stopped_without_a_recorded_reason_counts_as_automatic() {
 }
 
 mod cases;
+mod decisive;
