@@ -6,7 +6,7 @@
 //!
 //! | type | the card | why |
 //! | --- | --- | --- |
-//! | carddata | running, its valid packages limited and at least 90 % used | the next usage may exhaust them: stop (`traffic_exhausted`) |
+//! | carddata | running, its valid packages limited and at least 90 % used, or with less left than the poll just counted | the next usage may exhaust them: stop (`traffic_exhausted`) |
 //! | realname | not real-named (and not stopped by an operator) | a verification resumes it |
 //! | package | stopped for `no_package` or `traffic_exhausted` | a new package resumes it |
 //! | protect | never | it asks the carrier nothing: the budget does not hold it back |
@@ -21,18 +21,30 @@ use rust_decimal::Decimal;
 /// The share of the allowance left at which a running card's usage poll becomes decisive.
 pub const NEAR_LIMIT_LEFT: Decimal = Decimal::from_parts(1, 0, 0, false, 1);
 
+/// What a usage poll read that tells whether the next one is decisive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UsageReading<'a> {
+    /// The card's packages after the poll's deduction (`None`: not read: not decisive).
+    pub packages: Option<&'a [PackageUsage]>,
+    /// Megabytes the poll counted (its delta): at the same pace the next poll counts as much
+    /// again, so a card with less left than that will likely cross its limit by then.
+    pub counted_mb: Megabytes,
+}
+
 /// Whether the next poll of `task` of `card` may stop or resume it (the table above).
-/// `packages`: the card's packages as the usage poll read them (only carddata looks at them;
-/// `None` there: not read, not decisive).
+/// `usage`: what the usage poll read (only carddata looks at it).
 pub fn decisive_poll(
     task: TaskType,
     card: &Card,
-    packages: Option<&[PackageUsage]>,
+    usage: UsageReading<'_>,
     now: DateTime<Utc>,
 ) -> bool {
     match task {
         TaskType::Carddata => {
-            card.stop_reason.is_none() && packages.is_some_and(|p| near_limit(p, now))
+            card.stop_reason.is_none()
+                && usage
+                    .packages
+                    .is_some_and(|p| near_limit(p, usage.counted_mb, now))
         }
         TaskType::Realname => {
             !card.real_name_satisfied() && card.stop_reason != Some(StopReason::Manual)
@@ -46,8 +58,8 @@ pub fn decisive_poll(
 }
 
 /// The valid packages all have a limit and at most [`NEAR_LIMIT_LEFT`] of their summed
-/// allowance is left (none valid, or one unlimited: not near).
-fn near_limit(packages: &[PackageUsage], now: DateTime<Utc>) -> bool {
+/// allowance is left, or no more than `pace` (none valid, or one unlimited: not near).
+fn near_limit(packages: &[PackageUsage], pace: Megabytes, now: DateTime<Utc>) -> bool {
     let mut limit = Megabytes::ZERO;
     let mut used = Megabytes::ZERO;
     let mut any = false;
@@ -59,5 +71,6 @@ fn near_limit(packages: &[PackageUsage], now: DateTime<Utc>) -> bool {
         limit += l;
         used += p.spec.used_mb.min(l);
     }
-    any && limit - used <= limit * NEAR_LIMIT_LEFT
+    let left = limit - used;
+    any && (left <= limit * NEAR_LIMIT_LEFT || left <= pace)
 }

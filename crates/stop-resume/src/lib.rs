@@ -42,7 +42,7 @@ pub use decision::{
     Action, Decision, Evidence, NothingWhy, ProtectEvidence, decide, evidence,
     table_asks_for_action,
 };
-pub use decisive::{NEAR_LIMIT_LEFT, decisive_poll};
+pub use decisive::{NEAR_LIMIT_LEFT, UsageReading, decisive_poll};
 pub use device::DeviceCardOutcome;
 pub use error::StopResumeError;
 pub use protect::{ProtectChecked, protect_decision};

@@ -13,11 +13,11 @@
 use crate::{HandlerError, Outcome, PollingBase, telemetry};
 use chrono::{DateTime, Utc};
 use domain::store::CardFacts;
-use domain::{Card, CardId, CardIdentity, PackageUsage, TaskType};
+use domain::{Card, CardId, CardIdentity, Megabytes, PackageUsage, TaskType};
 use gateway::GatewayError;
 use std::future::Future;
 use std::time::{Duration, Instant};
-use stop_resume::decisive_poll;
+use stop_resume::{UsageReading, decisive_poll};
 use tracing::{debug, warn};
 
 /// When a card whose carrier cannot answer its task type (`GatewayError::Unsupported`) comes
@@ -34,6 +34,8 @@ pub struct Polled {
     /// The card's packages as the poll read them (the usage poll: whether its next one is
     /// decisive depends on them, see `stop_resume::decisive_poll`); `None`: not read.
     pub packages: Option<Vec<PackageUsage>>,
+    /// Megabytes the poll counted (the usage poll's delta; 0 otherwise).
+    pub counted_mb: Megabytes,
 }
 
 impl Polled {
@@ -42,6 +44,7 @@ impl Polled {
             card,
             outcome: Outcome::Success,
             packages: None,
+            counted_mb: Megabytes::ZERO,
         }
     }
 
@@ -52,13 +55,16 @@ impl Polled {
             card,
             outcome: Outcome::Skipped,
             packages: None,
+            counted_mb: Megabytes::ZERO,
         }
     }
 
-    /// With the packages the poll read.
-    pub fn with_packages(self, packages: Vec<PackageUsage>) -> Self {
+    /// With what the usage poll read: the card's packages after its deduction, and the
+    /// megabytes it counted.
+    pub fn with_usage(self, packages: Vec<PackageUsage>, counted_mb: Megabytes) -> Self {
         Self {
             packages: Some(packages),
+            counted_mb,
             ..self
         }
     }
@@ -174,9 +180,14 @@ impl PollingBase {
                 card,
                 outcome,
                 packages,
+                counted_mb,
             })) => match self.matched_interval(&card, task) {
                 Some(interval) => {
-                    let decisive = decisive_poll(task, &card, packages.as_deref(), self.now());
+                    let usage = UsageReading {
+                        packages: packages.as_deref(),
+                        counted_mb,
+                    };
+                    let decisive = decisive_poll(task, &card, usage, self.now());
                     (interval, outcome, decisive)
                 }
                 None => {

@@ -17,7 +17,8 @@
 use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler, telemetry};
 use chrono::{DateTime, Utc};
 use domain::{
-    Card, CardId, CardIdentity, MonthUsage, PackageOwner, PackageUsage, TaskType, month_start,
+    Card, CardId, CardIdentity, Megabytes, MonthUsage, PackageOwner, PackageUsage, TaskType,
+    month_start,
 };
 use std::sync::atomic::{AtomicI64, Ordering};
 use stop_resume::{Trigger, table_asks_for_action};
@@ -148,7 +149,8 @@ impl PollingCarddataHandler {
                 .await?
                 .card;
         }
-        Ok(Some(Polled::success(card).with_packages(packages)))
+        let counted = recorded.update.map_or(Megabytes::ZERO, |u| u.delta_mb);
+        Ok(Some(Polled::success(card).with_usage(packages, counted)))
     }
 }
 

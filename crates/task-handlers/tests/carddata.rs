@@ -302,3 +302,35 @@ async fn a_card_near_its_limit_gets_a_decisive_next_usage_poll() {
         .expect("lane reads");
     assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![over]);
 }
+
+/// A card far from 90 % whose usage rises fast: it has less left than its last poll counted, so
+/// at that pace its next poll will likely find it exhausted: decisive.
+#[tokio::test]
+async fn a_card_using_faster_than_it_has_left_gets_a_decisive_next_usage_poll() {
+    let w = World::new().await;
+    let steady = w
+        .card(CardSpec {
+            month_total_mb: dec!(500),
+            ..CardSpec::new(220)
+        })
+        .await;
+    let racing = w
+        .card(CardSpec {
+            month_total_mb: dec!(750),
+            ..CardSpec::new(221)
+        })
+        .await;
+    for card in [steady, racing] {
+        counters(&w, card, date(2026, 4, 1), dec!(400), dec!(400), dec!(0)).await;
+        w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1000)), dec!(400)))
+            .await;
+        assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
+    }
+    // steady: 100 counted, 500 left; racing: 350 counted, 250 left (75 % used).
+    let picks = w
+        .queue
+        .decisive_picks(TaskType::Carddata, 10)
+        .await
+        .expect("lane reads");
+    assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![racing]);
+}
