@@ -164,7 +164,7 @@ pub(crate) const DECISIVE_RECHECK: Duration = Duration::from_secs(1);
 
 /// Up to `n` due cards of the decisive lane of `task`, leased, and when to ask the lane again
 /// (at once when it had more due; else when its earliest pick is due, at most
-/// [`DECISIVE_RECHECK`] from `now`). None when Redis refuses: the shard queues still hold
+/// [`DECISIVE_RECHECK`] from `now`). No cards when Redis refuses: the shard queues still hold
 /// every card.
 pub(crate) async fn take_decisive(
     queue: &PollingQueueManager,
