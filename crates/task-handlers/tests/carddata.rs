@@ -253,6 +253,17 @@ async fn downward_correction_warns_and_rebases() {
     logs_assert(common::line_with(&["流量下调", "card_id=202"]));
 }
 
+/// Each card with 400 MB counted this month (the carrier's baseline) against a 1,000 MB
+/// package, then polled once for usage.
+async fn polled_from_400_of_1000(w: &World, cards: &[CardId]) {
+    for card in cards {
+        counters(w, *card, date(2026, 4, 1), dec!(400), dec!(400), dec!(0)).await;
+        w.add_package(w.package(PackageOwner::Card(*card), Some(dec!(1000)), dec!(400)))
+            .await;
+        assert_eq!(w.handle(TaskType::Carddata, *card).await, Outcome::Success);
+    }
+}
+
 /// Usage crossing 90 % of the allowance makes the card's next usage poll decisive: it is
 /// rescheduled at its interval in the shard queue and picked in `polling:decisive:carddata` at
 /// the same time; far from the limit it is not; once stopped, its usage decides nothing more
@@ -267,18 +278,9 @@ async fn a_card_near_its_limit_gets_a_decisive_next_usage_poll() {
     let near = w.card(spec(210, dec!(910))).await;
     let far = w.card(spec(211, dec!(500))).await;
     let over = w.card(spec(212, dec!(1010))).await;
-    for card in [near, far, over] {
-        counters(&w, card, date(2026, 4, 1), dec!(400), dec!(400), dec!(0)).await;
-        w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1000)), dec!(400)))
-            .await;
-        assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
-    }
+    polled_from_400_of_1000(&w, &[near, far, over]).await;
 
-    let picks = w
-        .queue
-        .decisive_picks(TaskType::Carddata, 10)
-        .await
-        .expect("lane reads");
+    let picks = w.decisive_picks(TaskType::Carddata).await;
     assert_eq!(picks.len(), 1, "{picks:?}");
     assert_eq!(picks[0].0, near);
     assert_score(
@@ -295,11 +297,7 @@ async fn a_card_near_its_limit_gets_a_decisive_next_usage_poll() {
     let stopped = w.db_card(over).await;
     assert_eq!(stopped.stop_reason, Some(StopReason::TrafficExhausted));
     assert_eq!(w.handle(TaskType::Package, over).await, Outcome::Success);
-    let picks = w
-        .queue
-        .decisive_picks(TaskType::Package, 10)
-        .await
-        .expect("lane reads");
+    let picks = w.decisive_picks(TaskType::Package).await;
     assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![over]);
 }
 
@@ -320,17 +318,8 @@ async fn a_card_using_faster_than_it_has_left_gets_a_decisive_next_usage_poll() 
             ..CardSpec::new(221)
         })
         .await;
-    for card in [steady, racing] {
-        counters(&w, card, date(2026, 4, 1), dec!(400), dec!(400), dec!(0)).await;
-        w.add_package(w.package(PackageOwner::Card(card), Some(dec!(1000)), dec!(400)))
-            .await;
-        assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
-    }
+    polled_from_400_of_1000(&w, &[steady, racing]).await;
     // steady: 100 counted, 500 left; racing: 350 counted, 250 left (75 % used).
-    let picks = w
-        .queue
-        .decisive_picks(TaskType::Carddata, 10)
-        .await
-        .expect("lane reads");
+    let picks = w.decisive_picks(TaskType::Carddata).await;
     assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![racing]);
 }

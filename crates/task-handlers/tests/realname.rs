@@ -287,11 +287,7 @@ async fn a_card_waiting_on_real_name_gets_a_decisive_next_poll() {
     }
     assert_eq!(w.db_card(verified).await.stop_reason, None, "resumed");
 
-    let picks = w
-        .queue
-        .decisive_picks(TaskType::Realname, 10)
-        .await
-        .expect("lane reads");
+    let picks = w.decisive_picks(TaskType::Realname).await;
     assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), vec![waiting]);
     assert_score(
         Some(picks[0].1),

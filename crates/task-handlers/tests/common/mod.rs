@@ -398,6 +398,14 @@ impl World {
         rows
     }
 
+    /// The picks of the decisive lane of `task`, earliest first: each card with its time.
+    pub async fn decisive_picks(&self, task: TaskType) -> Vec<(CardId, f64)> {
+        self.queue
+            .decisive_picks(task, 100)
+            .await
+            .expect("lane reads")
+    }
+
     pub async fn score(&self, card: CardId, task: TaskType) -> Option<f64> {
         self.queue.score_of(card, task).await.expect("score reads")
     }
