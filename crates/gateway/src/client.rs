@@ -31,8 +31,12 @@ use std::time::{Duration, Instant};
 use tracing::{Instrument, debug, warn};
 
 mod budget;
+mod failure;
 mod retry;
+pub(crate) use budget::honour_slot;
 pub use budget::{DispatchRoom, Paced};
+use failure::{check_iccid, from_reqwest};
+pub(crate) use failure::{error_chain, retry_after};
 pub use retry::RetryPolicy;
 
 /// Settings of the client; `CMP_GATEWAY_URL`, `CMP_GATEWAY_TIMEOUT_MS`,
@@ -287,74 +291,6 @@ fn record(kind: CallKind, outcome: &'static str, elapsed: Option<Duration>) {
     if let Some(d) = elapsed {
         metrics::histogram!("cmp_gateway_request_duration_seconds", "call" => kind.as_str())
             .record(d.as_secs_f64());
-    }
-}
-
-/// `Retry-After` in seconds (the HTTP-date form is not used by carriers we know; ignored). The
-/// platform adapters read their answers' headers with it too.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
-}
-
-fn from_reqwest(e: reqwest::Error) -> GatewayError {
-    if e.is_timeout() {
-        GatewayError::Timeout
-    } else if e.is_decode() {
-        GatewayError::Decode(error_chain(&e))
-    } else {
-        GatewayError::Transport(error_chain(&e))
-    }
-}
-
-/// Waits for a reserved slot of the carrier's budget. Fails open: when the limiter itself
-/// cannot answer (Redis down), the call goes ahead; the carrier still enforces its quota with
-/// refusals, which callers handle, and failing closed would halt every poll on a Redis blip.
-pub(crate) async fn honour_slot(
-    reserved: Result<Option<Duration>, domain::RateLimitError>,
-    call: &str,
-    carrier: CarrierId,
-) -> Result<(), GatewayError> {
-    match reserved {
-        Ok(Some(wait)) => {
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
-            Ok(())
-        }
-        Ok(None) => Err(GatewayError::RateLimited),
-        Err(e) => {
-            warn!(call, carrier = %carrier, error = %e, "rate limiter unavailable, calling without it");
-            Ok(())
-        }
-    }
-}
-
-/// The error and its causes on one line: reqwest's own message hides the interesting part.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
-fn check_iccid(kind: CallKind, asked: &str, answered: &str) -> Result<(), GatewayError> {
-    if asked == answered {
-        Ok(())
-    } else {
-        Err(GatewayError::Decode(format!(
-            "{kind} answer is for iccid {answered}, asked {asked}"
-        )))
     }
 }
 

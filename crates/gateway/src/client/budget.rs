@@ -10,10 +10,12 @@
 //! its free calls make that many times the room.
 
 use super::HttpGateway;
+use crate::GatewayError;
 use domain::CarrierId;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tracing::warn;
 
 /// A carrier not called for this long no longer paces the dispatch.
 const FORGET_AFTER: Duration = Duration::from_secs(60);
@@ -184,5 +186,28 @@ impl HttpGateway {
                 },
             }
         })
+    }
+}
+
+/// Waits for a reserved slot of the carrier's budget. Fails open: when the limiter itself
+/// cannot answer (Redis down), the call goes ahead; the carrier still enforces its quota with
+/// refusals, which callers handle, and failing closed would halt every poll on a Redis blip.
+pub(crate) async fn honour_slot(
+    reserved: Result<Option<Duration>, domain::RateLimitError>,
+    call: &str,
+    carrier: CarrierId,
+) -> Result<(), GatewayError> {
+    match reserved {
+        Ok(Some(wait)) => {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            Ok(())
+        }
+        Ok(None) => Err(GatewayError::RateLimited),
+        Err(e) => {
+            warn!(call, carrier = %carrier, error = %e, "rate limiter unavailable, calling without it");
+            Ok(())
+        }
     }
 }
