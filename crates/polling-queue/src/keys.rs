@@ -69,6 +69,10 @@ pub enum RedisKey {
     /// `polling:queue:wake`: pub/sub channel naming the shards that got entries due soon and
     /// the manual lists that got cards (`queue/wake.rs`).
     QueueWake,
+    /// `polling:queue:wake:ledger`: hash `{type}:{shard}` (or `{type}:all`) -> a value never
+    /// used before, written with every wake announced on [`RedisKey::QueueWake`]; each node
+    /// reads it once a tick, so a lost message delays its shard by a tick at most.
+    WakeLedger,
     /// `polling:concurrency:{type}`: zset of semaphore holders, token -> lease expiry.
     Concurrency { task: TaskType },
     /// `polling:concurrency:max:{type}`: string, the max concurrent tasks of that type.
@@ -151,6 +155,7 @@ impl Keys {
             RedisKey::Configs => write!(s, "configs"),
             RedisKey::ConfigsChanged => write!(s, "configs:changed"),
             RedisKey::QueueWake => write!(s, "queue:wake"),
+            RedisKey::WakeLedger => write!(s, "queue:wake:ledger"),
             RedisKey::Concurrency { task } => write!(s, "concurrency:{task}"),
             RedisKey::ConcurrencyMax { task } => write!(s, "concurrency:max:{task}"),
             RedisKey::InitProgress => write!(s, "init:progress"),
@@ -229,6 +234,7 @@ mod tests {
             (RedisKey::Configs, "polling:configs"),
             (RedisKey::ConfigsChanged, "polling:configs:changed"),
             (RedisKey::QueueWake, "polling:queue:wake"),
+            (RedisKey::WakeLedger, "polling:queue:wake:ledger"),
             (
                 RedisKey::Concurrency {
                     task: TaskType::Package,

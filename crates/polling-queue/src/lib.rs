@@ -58,6 +58,7 @@ pub use queue::align::Aligned;
 pub use queue::check::ScanStep;
 pub use queue::init::{FirstEntries, InitWriter};
 pub use queue::manager::{Dequeued, PollingQueueManager, QueueSettings};
+pub use queue::probe::WakeProbe;
 pub use queue::reconcile_progress::{ReconcileProgress, ReconcileState};
 pub use queue::score::{is_lease_score, to_score};
 pub use queue::wake::{WAKE_HORIZON, Wakes, Woken};

@@ -6,9 +6,9 @@ use crate::gate::DispatchBudget;
 use crate::periodic::{PeriodicJob, spawn_jobs, stop_jobs};
 use crate::pools::{Pool, PoolSizes};
 use crate::type_loop::type_loop;
-use crate::upkeep::{drain, main_loop};
+use crate::upkeep::{drain, main_loop, probe_loop};
 use domain::Clock;
-use polling_queue::{ConcurrencySemaphore, PollingQueueManager, SingletonLease, Wakes};
+use polling_queue::{ConcurrencySemaphore, PollingQueueManager, SingletonLease, WakeProbe, Wakes};
 use std::sync::Arc;
 use std::time::Duration;
 use task_handlers::Registry;
@@ -131,6 +131,18 @@ impl Scheduler {
                 }
             }
         };
+        // The probe's first look, before any loop asks: a wake written from now on is seen by
+        // the next look even if its message is lost.
+        let probe = match &wakes {
+            Some(wakes) => {
+                let mut probe = WakeProbe::new(self.handlers.task_types());
+                if let Err(error) = self.queue.probe_wakes(&mut probe, wakes).await {
+                    tracing::warn!(%error, "first look at the manual lists and the wake ledger failed; the next tick looks again");
+                }
+                Some(probe)
+            }
+            None => None,
+        };
         let ctx = Arc::new(Ctx {
             queue: self.queue,
             semaphore: self.semaphore,
@@ -157,7 +169,11 @@ impl Scheduler {
             "scheduler started"
         );
         let jobs = spawn_jobs(self.jobs, &self.leases, &ctx.shutdown);
+        let probing = probe.map(|probe| tokio::spawn(probe_loop(ctx.clone(), probe)));
         main_loop(&ctx, &pools).await;
+        if let Some(probing) = probing {
+            let _ = probing.await;
+        }
         for l in loops {
             let _ = l.await;
         }

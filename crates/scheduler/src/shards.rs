@@ -157,31 +157,25 @@ pub(crate) async fn take_manual(
     }
 }
 
-/// The longest a dispatch loop goes without asking the decisive lane while it dequeues: the
-/// lane's answer says when its earliest pick is due, but a pick written since may be due
-/// sooner. One question a second per busy loop.
-pub(crate) const DECISIVE_RECHECK: Duration = Duration::from_secs(1);
-
-/// Up to `n` due cards of the decisive lane of `task`, leased, and when to ask the lane again
-/// (at once when it had more due; else when its earliest pick is due, at most
-/// [`DECISIVE_RECHECK`] from `now`). No cards when Redis refuses: the shard queues still hold
-/// every card.
+/// Up to `n` due cards of the decisive lane of `task`, leased, and when to ask the lane again:
+/// at once when it had more due; else when its earliest pick is due, but at most `recheck`
+/// (the loop's tick) from `now`, since a pick written since may be due sooner. One question a
+/// tick per busy loop. No cards when Redis refuses: the shard queues still hold every card.
 pub(crate) async fn take_decisive(
     queue: &PollingQueueManager,
     task: TaskType,
     n: usize,
     now: Instant,
+    recheck: Duration,
 ) -> (Vec<CardId>, Instant) {
     match queue.take_decisive(task, n).await {
         Ok(taken) => {
-            let wait = taken
-                .next_due_in
-                .map_or(DECISIVE_RECHECK, |d| d.min(DECISIVE_RECHECK));
+            let wait = taken.next_due_in.map_or(recheck, |d| d.min(recheck));
             (taken.cards, now + wait)
         }
         Err(e) => {
             tracing::warn!(task = %task, error = %e, "decisive lane unavailable; the shard queues serve its cards in due order");
-            (Vec::new(), now + DECISIVE_RECHECK)
+            (Vec::new(), now + recheck)
         }
     }
 }

@@ -18,10 +18,12 @@ use tracing::Instrument;
 /// One task type: manual list first, then every shard in parallel, as much as the pool holds.
 ///
 /// Waiting costs nothing: a shard is asked again when the entry its last dequeue named as its
-/// earliest comes due (`AskPlan`), the manual list when a trigger announces cards, and both
-/// at the latest after [`WAKE_HORIZON`]; writers that make entries due sooner wake the loop
-/// (`polling:queue:wake`). Without the wake subscription the loop asks every tick, as a
-/// loop that cannot be told must.
+/// earliest comes due (`AskPlan`), the manual list when it holds cards, and both at the latest
+/// after [`WAKE_HORIZON`]; writers that make entries due sooner wake the loop
+/// (`polling:queue:wake`), and the node's probe (`upkeep::probe_loop`) wakes it within a tick
+/// for a manual list that holds cards (however they were pushed) or a wake whose message was
+/// lost. Without the wake subscription the loop asks every tick, as a loop that cannot be told
+/// must.
 pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn TaskHandler>) {
     let task = pool.task;
     let tick = ctx.settings.tick;
@@ -45,12 +47,16 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
     let chunk = (pool.size / 4).clamp(1, MIN_PER_SHARD);
     while !ctx.shutdown.is_cancelled() {
         let free = pool.free();
-        if free == 0 || (free < chunk && pool.in_use() > 0) {
-            // Backpressure: dequeue nothing until polls finish.
-            let want = u32::try_from(chunk).unwrap_or(1);
+        // Cards on the manual list go as soon as one poll's room is free, not a chunk's.
+        let manual_waiting = manual_at <= Instant::now()
+            || ctx.wakes.as_ref().is_some_and(|w| w.manual_pending(task));
+        if free == 0 || (free < chunk && pool.in_use() > 0 && !manual_waiting) {
+            // Backpressure: dequeue nothing until polls finish (or a manual trigger arrives).
+            let want = u32::try_from(if manual_waiting { 1 } else { chunk }).unwrap_or(1);
             tokio::select! {
                 _ = ctx.shutdown.cancelled() => break,
                 p = pool.permits.clone().acquire_many_owned(want) => drop(p),
+                _ = woken(&ctx, task), if free > 0 => {}
                 _ = tokio::time::sleep(tick) => {}
             }
             continue;
@@ -120,7 +126,7 @@ pub(crate) async fn type_loop(ctx: Arc<Ctx>, pool: Arc<Pool>, handler: Arc<dyn T
         let room = free.saturating_sub(cards.len());
         if room > 0 && !ready.is_empty() && decisive_at <= now {
             let before = cards.len();
-            let (taken, again) = take_decisive(&ctx.queue, task, room, now).await;
+            let (taken, again) = take_decisive(&ctx.queue, task, room, now, tick).await;
             decisive_at = again;
             cards.extend(taken);
             metrics::counter!("cmp_dequeued_total", "task" => task.as_str(), "source" => "decisive")

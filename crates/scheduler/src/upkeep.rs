@@ -1,10 +1,11 @@
-//! What a run does beside the type loops: the gauges while it runs, and the drain of the
-//! running polls at shutdown.
+//! What a run does beside the type loops: the gauges and the wake probe while it runs, and the
+//! drain of the running polls at shutdown.
 
 use crate::ShutdownReport;
 use crate::dispatch::Ctx;
 use crate::pools::Pool;
 use domain::CardId;
+use polling_queue::WakeProbe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +55,32 @@ pub(crate) async fn main_loop(ctx: &Ctx, pools: &[Arc<Pool>]) {
         tokio::select! {
             _ = ctx.shutdown.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
+        }
+    }
+}
+
+/// Once a tick until shutdown, the look of `probe` (manual lists, wake ledger): a card pushed on
+/// a manual list by any system, or a wake whose message was lost, reaches its loop within a
+/// tick. Only with the wake subscription: without it the loops ask every tick themselves.
+pub(crate) async fn probe_loop(ctx: Arc<Ctx>, mut probe: WakeProbe) {
+    let Some(wakes) = ctx.wakes.clone() else {
+        return;
+    };
+    let mut every = tokio::time::interval(ctx.settings.tick);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        match ctx.queue.probe_wakes(&mut probe, &wakes).await {
+            Ok(()) => failing = false,
+            Err(error) if !failing => {
+                failing = true;
+                tracing::warn!(%error, "cannot look at the manual lists and the wake ledger; the loops still ask within the horizon");
+            }
+            Err(_) => {}
         }
     }
 }

@@ -21,10 +21,10 @@ const GOAL_PER_SEC: f64 = 50.0;
 /// How long the commands are counted.
 const WINDOW: Duration = Duration::from_secs(3);
 
-/// The worker's settings but for the pool size: tick 100 ms, the due backlog gauge every 10 s.
+/// The worker's settings but for the pool size: tick 1 s, the due backlog gauge every 10 s.
 fn worker_settings() -> scheduler::SchedulerSettings {
     let mut s = settings(64);
-    s.tick = Duration::from_millis(100);
+    s.tick = Duration::from_secs(1);
     s.backlog_every = Duration::from_secs(10);
     s
 }
@@ -51,13 +51,13 @@ async fn an_idle_node_asks_redis_almost_nothing_and_still_polls_what_comes_due()
         handlers.push(Recorder::new(task, queue.clone(), Behaviour::Quick));
     }
     let registry = Registry::new(handlers.iter().map(|h| h.clone() as Arc<dyn TaskHandler>));
-    let tick_100ms = worker_settings();
+    let worker_defaults = worker_settings();
     let sched = Scheduler::new(
         queue.clone(),
         registry,
         leases,
         Arc::new(SystemClock),
-        tick_100ms,
+        worker_defaults,
     );
     let stop = CancellationToken::new();
     let run = tokio::spawn(sched.run(stop.clone()));
@@ -65,7 +65,7 @@ async fn an_idle_node_asks_redis_almost_nothing_and_still_polls_what_comes_due()
     // The count starts after it.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle = commands_per_sec(&server).await?;
-    println!("idle node, 4 task types x 16 shards, tick 100 ms: {idle:.1} Redis commands/s");
+    println!("idle node, 4 task types x 16 shards, tick 1 s: {idle:.1} Redis commands/s");
     assert!(
         idle <= GOAL_PER_SEC,
         "an idle node sent {idle:.1} commands/s (goal <= {GOAL_PER_SEC})"
@@ -174,13 +174,13 @@ async fn a_node_throttled_by_the_cluster_limit_waits_for_its_slot_without_asking
         semaphore: semaphore.clone(),
         polls: AtomicUsize::new(0),
     });
-    let tick_100ms = worker_settings();
+    let worker_defaults = worker_settings();
     let sched = Scheduler::new(
         queue.clone(),
         Registry::new([handler.clone() as Arc<dyn TaskHandler>]),
         leases,
         Arc::new(SystemClock),
-        tick_100ms,
+        worker_defaults,
     )
     .with_semaphore(semaphore);
     let stop = CancellationToken::new();

@@ -23,8 +23,8 @@ use std::sync::Arc;
 pub struct InitWriter {
     pool: Pool,
     progress_key: String,
-    /// `polling:queue:wake`: each write wakes every dispatch loop.
-    wake_channel: String,
+    /// For the wake announced after each write (every dispatch loop, every shard).
+    keys: Keys,
     /// `[shard][task]` -> the rendered key as a shared value.
     shard_keys: Arc<Vec<[Value; 4]>>,
     /// The single server to stream pre-encoded commands to (`None`: a cluster, Sentinel).
@@ -131,7 +131,7 @@ impl InitWriter {
         InitWriter {
             pool,
             progress_key: keys.render(&RedisKey::InitProgress),
-            wake_channel: keys.render(&RedisKey::QueueWake),
+            keys: keys.clone(),
             shard_keys: Arc::new(shard_keys),
             direct,
             canaries: Arc::new(canary_keys(keys, shard_count.max(1))),
@@ -214,7 +214,7 @@ impl InitWriter {
     /// First entries are due from now on: every loop asks every shard again.
     async fn wake_all(&self) {
         let messages = TaskType::ALL.into_iter().map(wake::all_message).collect();
-        wake::publish(&self.pool, &self.wake_channel, messages).await;
+        wake::announce(&self.pool, &self.keys, messages).await;
     }
 
     /// The progress hash as stored (empty: never written).

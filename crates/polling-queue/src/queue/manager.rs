@@ -2,7 +2,7 @@
 
 use super::score::{group_by_shard, lease_ms, parse_members};
 use super::{CHUNK, reschedule, wake};
-use crate::{Keys, QueueError, RedisKey, scripts};
+use crate::{Keys, QueueError, scripts};
 use chrono::{DateTime, Utc};
 use domain::{CardId, Clock, TaskType};
 use fred::prelude::*;
@@ -259,8 +259,7 @@ impl PollingQueueManager {
             .map(|(card, _)| self.shard_of(*card))
             .collect();
         if let Some(message) = wake::shards_message(task, &soon) {
-            let channel = self.keys.render(&RedisKey::QueueWake);
-            let _: () = pipe.publish(channel, message).await?;
+            wake::queue_announcement(&pipe, &self.keys, message).await?;
         }
         let _: Vec<Value> = pipe.all().await?;
         Ok(())

@@ -29,8 +29,7 @@ impl PollingQueueManager {
             let members: Vec<String> = chunk.iter().map(CardId::to_string).collect();
             let _: () = pipe.rpush(key.as_str(), members).await?;
         }
-        let channel = self.keys.render(&RedisKey::QueueWake);
-        let _: () = pipe.publish(channel, wake::manual_message(task)).await?;
+        wake::queue_announcement(&pipe, &self.keys, wake::manual_message(task)).await?;
         let _: Vec<i64> = pipe.all().await?;
         Ok(())
     }

@@ -13,6 +13,7 @@ pub(crate) mod init;
 pub(crate) mod manager;
 mod manual;
 mod manual_remove;
+pub(crate) mod probe;
 pub(crate) mod reconcile_progress;
 mod remove;
 mod reschedule;

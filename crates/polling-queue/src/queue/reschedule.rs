@@ -116,8 +116,7 @@ async fn zadd_xx_many(
     }
     for (task, shards) in TaskType::ALL.into_iter().zip(&soon) {
         if let Some(message) = wake::shards_message(task, shards) {
-            let channel = keys.render(&RedisKey::QueueWake);
-            let _: () = pipe.publish(channel, message).await?;
+            wake::queue_announcement(&pipe, keys, message).await?;
         }
     }
     let _: Vec<Value> = pipe.all().await?;

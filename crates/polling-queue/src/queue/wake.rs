@@ -7,18 +7,27 @@
 //! must wake the loops of its task: every writer of this crate publishes, in the round trip of
 //! the write when it can, `<task> <shard> <shard> …` for the shards that got an entry due within
 //! the horizon, and `<task> manual` when cards are pushed on the manual list. A loop that misses
-//! a message (its subscriber reconnected) is woken for every shard; a lost message costs at
-//! most one horizon of delay, never a card.
+//! a message (its subscriber reconnected) is woken for every shard.
+//!
+//! A message is fast but may be lost. What makes a lost one cost at most a tick is the node's
+//! probe (`probe.rs`), one round trip a tick: the lengths of the manual lists (so a card pushed
+//! by any system, with a bare `RPUSH` and no message, is seen) and the wake ledger
+//! `polling:queue:wake:ledger`, a hash every announcement also writes in the same round trip:
+//! field `<task>:<shard>` (or `<task>:all`) set to a value never used before. A field whose
+//! value changed since the probe's last look wakes that shard, whether its message arrived or
+//! not.
 
 use super::manager::PollingQueueManager;
-use crate::{QueueError, RedisKey};
+use crate::{Keys, QueueError, RedisKey};
 use chrono::{DateTime, Utc};
 use domain::TaskType;
+use fred::clients::Pipeline;
 use fred::prelude::*;
 use fred::types::{Message, Value};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -124,7 +133,13 @@ impl Wakes {
         });
     }
 
-    fn wake(&self, task: TaskType, f: impl FnOnce(&mut Woken)) {
+    /// Whether cards were announced on the manual list of `task` and not yet taken.
+    pub fn manual_pending(&self, task: TaskType) -> bool {
+        let pending = lock(&self.inner[task.index()].pending);
+        pending.manual || pending.all
+    }
+
+    pub(crate) fn wake(&self, task: TaskType, f: impl FnOnce(&mut Woken)) {
         let slot = &self.inner[task.index()];
         f(&mut lock(&slot.pending));
         slot.notify.notify_one();
@@ -135,36 +150,67 @@ fn lock(m: &Mutex<Woken>) -> std::sync::MutexGuard<'_, Woken> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Publishes `messages` on `channel` in one round trip. A failed publish is logged, not
+/// The wake ledger's fields `message` stands for: `<task>:<shard>` per shard it names,
+/// `<task>:all` for every shard; none for the manual list (the probe reads the lists' lengths).
+pub(crate) fn ledger_fields(message: &str) -> Vec<String> {
+    let mut words = message.split_ascii_whitespace();
+    let Some(task) = words.next() else {
+        return Vec::new();
+    };
+    words
+        .filter(|w| *w != "manual")
+        .map(|w| format!("{task}:{w}"))
+        .collect()
+}
+
+/// A value no ledger field held before: this process's random tag and a counter.
+fn ledger_stamp() -> String {
+    static TAG: LazyLock<String> = LazyLock::new(|| uuid::Uuid::new_v4().simple().to_string());
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    format!("{}-{}", &*TAG, COUNT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Queues in `pipe` the announcement of `message`: its ledger fields stamped, then the message
+/// on `polling:queue:wake`.
+pub(crate) async fn queue_announcement(
+    pipe: &Pipeline<Client>,
+    keys: &Keys,
+    message: String,
+) -> Result<(), Error> {
+    let fields = ledger_fields(&message);
+    if !fields.is_empty() {
+        let stamp = ledger_stamp();
+        let pairs: Vec<(String, String)> = fields.into_iter().map(|f| (f, stamp.clone())).collect();
+        let _: () = pipe.hset(keys.render(&RedisKey::WakeLedger), pairs).await?;
+    }
+    pipe.publish(keys.render(&RedisKey::QueueWake), message)
+        .await
+}
+
+/// Announces `messages` (ledger and channel) in one round trip. A failure is logged, not
 /// returned: the write it follows has happened, and the loops find the entries within the
 /// horizon.
-pub(crate) async fn publish(pool: &Pool, channel: &str, messages: Vec<String>) {
+pub(crate) async fn announce(pool: &Pool, keys: &Keys, messages: Vec<String>) {
     if messages.is_empty() {
         return;
     }
     let pipe = pool.next().pipeline();
     for message in messages {
-        let queued: Result<(), _> = pipe.publish(channel, message).await;
-        if let Err(error) = queued {
-            tracing::debug!(%error, "queue wake not published; the loops ask within the horizon");
+        if let Err(error) = queue_announcement(&pipe, keys, message).await {
+            tracing::debug!(%error, "queue wake not announced; the loops ask within the horizon");
             return;
         }
     }
     let sent: Result<Vec<Value>, _> = pipe.all().await;
     if let Err(error) = sent {
-        tracing::debug!(%error, "queue wake not published; the loops ask within the horizon");
+        tracing::debug!(%error, "queue wake not announced; the loops ask within the horizon");
     }
 }
 
 impl PollingQueueManager {
-    /// Publishes `messages` on `polling:queue:wake` (see [`publish`]).
+    /// Announces `messages` (see [`announce`]).
     pub(crate) async fn publish_wakes(&self, messages: Vec<String>) {
-        publish(
-            &self.pool,
-            &self.keys.render(&RedisKey::QueueWake),
-            messages,
-        )
-        .await;
+        announce(&self.pool, &self.keys, messages).await;
     }
 
     /// Subscribes to `polling:queue:wake` (a subscriber client built from the pool's Redis
@@ -248,6 +294,15 @@ mod tests {
             "unreadable shard: everything"
         );
         assert_eq!(shards_message(TaskType::Package, &BTreeSet::new()), None);
+    }
+
+    #[test]
+    fn a_message_stands_for_the_ledger_fields_of_its_shards() {
+        assert_eq!(ledger_fields("carddata 3 7"), ["carddata:3", "carddata:7"]);
+        assert_eq!(ledger_fields("package all"), ["package:all"]);
+        assert!(ledger_fields("realname manual").is_empty());
+        assert!(ledger_fields("").is_empty());
+        assert_ne!(ledger_stamp(), ledger_stamp());
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub enum Behaviour {
     PanicOn(CardId),
     /// Never finish.
     Hang,
+    /// Sleep, then put the card back due now: a backlog that never ends.
+    Endless(Duration),
 }
 
 pub struct Recorder {
@@ -30,6 +32,8 @@ pub struct Recorder {
     pub queue: PollingQueueManager,
     pub behaviour: Behaviour,
     pub seen: Mutex<HashMap<CardId, usize>>,
+    /// When each card's first poll started.
+    pub seen_at: Mutex<HashMap<CardId, std::time::Instant>>,
     pub running: AtomicUsize,
     pub max_running: AtomicUsize,
 }
@@ -41,6 +45,7 @@ impl Recorder {
             queue,
             behaviour,
             seen: Mutex::new(HashMap::new()),
+            seen_at: Mutex::new(HashMap::new()),
             running: AtomicUsize::new(0),
             max_running: AtomicUsize::new(0),
         })
@@ -48,6 +53,11 @@ impl Recorder {
 
     pub fn seen(&self) -> HashMap<CardId, usize> {
         self.seen.lock().expect("lock").clone()
+    }
+
+    /// When the first poll of `card` started, if it was polled.
+    pub fn seen_at(&self, card: CardId) -> Option<std::time::Instant> {
+        self.seen_at.lock().expect("lock").get(&card).copied()
     }
 }
 
@@ -59,6 +69,11 @@ impl TaskHandler for Recorder {
 
     async fn handle(&self, card: CardId) -> Outcome {
         *self.seen.lock().expect("lock").entry(card).or_default() += 1;
+        self.seen_at
+            .lock()
+            .expect("lock")
+            .entry(card)
+            .or_insert_with(std::time::Instant::now);
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_running.fetch_max(now, Ordering::SeqCst);
         match self.behaviour {
@@ -67,9 +82,13 @@ impl TaskHandler for Recorder {
             Behaviour::PanicOn(p) if p == card => panic!("handler bug on card {card}"),
             Behaviour::PanicOn(_) => {}
             Behaviour::Hang => std::future::pending::<()>().await,
+            Behaviour::Endless(d) => tokio::time::sleep(d).await,
         }
         self.running.fetch_sub(1, Ordering::SeqCst);
-        let next = Utc::now() + chrono::Duration::hours(1);
+        let next = match self.behaviour {
+            Behaviour::Endless(_) => Utc::now(),
+            _ => Utc::now() + chrono::Duration::hours(1),
+        };
         self.queue
             .reschedule(card, self.task, next)
             .await
