@@ -1,4 +1,4 @@
-//! The usage poll (seed: `polling_carddata_handler.go`).
+//! The usage poll (`docs/rules.md`, "Polls" and "Month rollover").
 //!
 //! Asks the carrier for the card's cumulative usage of its current month and hands it to the
 //! store, which applies it to the card's month counters *as the locked database row holds them*
