@@ -44,7 +44,8 @@ async fn sum_of_deltas(w: &World, card: i64) -> Decimal {
     rows[0].try_get::<Decimal>("", "s").expect("sum")
 }
 
-/// The issue's reproduction: 20 cards, the four task types polled at once (and two usage polls
+/// The reproduction of the double count (`docs/decisions.md`, "Exact facts under
+/// concurrency"): 20 cards, the four task types polled at once (and two usage polls
 /// of the same card at once, as a manual trigger racing a dequeue on another node would), a
 /// carrier answering in 150 ± 150 ms with usage growing on every query and real-name flipping
 /// underneath. For every card the recorded deltas add up to the carrier's month total at the
