@@ -36,7 +36,7 @@ pub struct PollingCarddataHandler {
 
 impl PollingCarddataHandler {
     /// The store's `record_usage` is one transaction for counters, usage record and the
-    /// deduction (the seed's `UsageService.DeductDataUsage`), so no separate usage service.
+    /// deduction (`docs/rules.md`, "Usage deduction"), so no separate usage service.
     pub fn new(deps: PollingDeps) -> Self {
         Self {
             deps,
