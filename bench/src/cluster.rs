@@ -1,5 +1,5 @@
 //! `--redis-cluster`: the dequeue and full-cycle figures on a three-master Redis Cluster next
-//! to the single Redis, in the same run (issue 18).
+//! to the single Redis, in the same run.
 //!
 //! The cluster is `CMP_BENCH_REDIS_CLUSTER_URL`, or the local one of
 //! `scripts/redis-cluster.sh start 7101 7102 7103` (started when absent, left running). Its keys

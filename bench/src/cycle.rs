@@ -88,7 +88,7 @@ pub(crate) async fn run(env: &BenchEnv, cards: u64, window: Duration) -> anyhow:
         big.cards_per_sec,
         "cards/s",
         None,
-        // The throughput issue's target for the whole no-op cycle.
+        // The target for the whole no-op cycle.
         Target::FigureAtLeast(80_000.0),
     )
     .note(format!(

@@ -1,5 +1,5 @@
-//! `just bench`: the figures that say whether the polling core carries ten million cards
-//! (issue 9). Each figure is measured next to its physical limit or a peer in the same run and
+//! `just bench`: the figures that say whether the polling core carries ten million cards.
+//! Each figure is measured next to its physical limit or a peer in the same run and
 //! reported with the ratio, because the machine is shared and noisy.
 //!
 //! The bench owns a fresh PostgreSQL database `cmp_bench` (or `CMP_BENCH_DATABASE_NAME`;

@@ -4,7 +4,7 @@ use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// What a row must reach to pass (issue 9's table).
+/// What a row must reach to pass.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub(crate) enum Target {

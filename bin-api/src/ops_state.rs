@@ -1,5 +1,6 @@
-//! The services of the admin API's part 2 (issue 14): monitoring, concurrency, alert rules, data
-//! cleanup, the metrics history and the carriers, built once from the settings next to [`admin::Admin`].
+//! The services of the admin API's part 2 (`docs/admin-ops.md`): monitoring, concurrency, alert
+//! rules, data cleanup, the metrics history and the carriers, built once from the settings next to
+//! [`admin::Admin`].
 
 use admin::alert_metrics::MetricReader;
 use admin::alerts::AlertService;

@@ -16,7 +16,7 @@ pub(crate) struct AppState {
     /// Background card imports (`POST /cards/import?background=true`).
     pub(crate) imports: crate::imports::ImportJobs,
     pub(crate) audit: Arc<dyn AdminAuditStore>,
-    /// Monitoring, concurrency, alerts, cleanup, history (issue 14).
+    /// Monitoring, concurrency, alerts, cleanup, history (`docs/admin-ops.md`).
     pub(crate) ops: crate::ops_state::OpsServices,
     /// Operators' stops and starts go to the card's carrier's adapter (`tb_carrier`).
     pub(crate) carriers: Arc<gateway::carriers::CarrierRouter>,

@@ -1,4 +1,4 @@
-//! The dashboard (issue 16): static HTML, CSS and JavaScript embedded in the binary and served
+//! The dashboard: static HTML, CSS and JavaScript embedded in the binary and served
 //! without auth at `/` and `/ui/*`, each with a content-hash `ETag` (a page view revalidates
 //! and gets `304 Not Modified` for what it already has). The operator signs in with an API key
 //! once (`POST /ui/session`, `session.rs`): the answer sets an `HttpOnly` session cookie and

@@ -1,4 +1,4 @@
-//! A carrier quota below demand does not starve cards (issue 17): the worker dequeues no more
+//! A carrier quota below demand does not starve cards: the worker dequeues no more
 //! than the shared budget lets start, so cards wait in their queues, oldest due first; stops
 //! pass the queries; no call is refused by the limiter; the carrier's quota holds.
 

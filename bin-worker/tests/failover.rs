@@ -1,4 +1,4 @@
-//! Redis Cluster faults under a running worker (issue 18): each test starts a cluster of its
+//! Redis Cluster faults under a running worker: each test starts a cluster of its
 //! own with three masters and one replica each (`scripts/redis-cluster.sh`, started and
 //! stopped by the test) and runs `cmp-worker run` on a fleet there.
 //!

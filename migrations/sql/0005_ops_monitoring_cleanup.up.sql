@@ -1,5 +1,5 @@
--- Issue 14 (admin API part 2): what the alert evaluator, data cleanup and the metrics history
--- need. Additive: new columns have defaults, new tables are new.
+-- Admin API part 2 (docs/admin-ops.md): what the alert evaluator, data cleanup and the
+-- metrics history need. Additive: new columns have defaults, new tables are new.
 
 -- Alert rules: the metric is one of a fixed list (checked for new rows; NOT VALID leaves rows
 -- written before this migration alone), `stop_reason` narrows `stops_per_minute`, and every

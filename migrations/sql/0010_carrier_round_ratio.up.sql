@@ -1,4 +1,4 @@
--- Issue 29, carrier budget: the alert metric `carrier_round_ratio` (the worst carrier's
+-- Carrier budget: the alert metric `carrier_round_ratio` (the worst carrier's
 -- achievable round time over its configured interval, from the `carrier_budget` job's figures).
 ALTER TABLE tb_polling_alert_rule DROP CONSTRAINT IF EXISTS ck_alert_rule_metric;
 ALTER TABLE tb_polling_alert_rule

@@ -1,4 +1,4 @@
--- Issue 31, traces: the OpenTelemetry trace (32 hex digits) of the decision that wrote a
+-- Traces: the OpenTelemetry trace (32 hex digits) of the decision that wrote a
 -- state-log row, and of the API request that wrote an audit row, so an operator goes from
 -- "why was this card stopped?" or "who did this?" to the spans of the stop, its carrier call,
 -- the request. NULL when traces are off or the row predates them. Nullable and without a

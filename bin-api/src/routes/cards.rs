@@ -292,7 +292,7 @@ pub(crate) struct UsageQuery {
 }
 
 /// The card's usage over a month by hour (`tb_data_usage_record`; at most 745 rows), for a
-/// chart against its packages' limits (beyond the seed; the dashboard's card page).
+/// chart against its packages' limits (the dashboard's card page).
 #[utoipa::path(get, path = "/cards/{id}/usage", tag = "operators",
     params(("id" = i64, Path, description = "card id"), UsageQuery),
     responses((status = 200, body = MonthUsage)))]

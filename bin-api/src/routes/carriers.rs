@@ -37,7 +37,7 @@ async fn list(
     Ok(Json(mirror(state.ops.carriers.list(page.page()?).await?)))
 }
 
-/// Every carrier's call budget against what its cards ask (issue 29), as the worker's
+/// Every carrier's call budget against what its cards ask, as the worker's
 /// `carrier_budget` job last computed it (every minute; this route reads its figures and scans
 /// nothing): calls/s allowed (`null`: no limit) and used by every node over the last
 /// `used_window_secs`, cards per call, the demand in calls/s, and per task type and configured

@@ -1,4 +1,4 @@
-//! Polling configs (7 of the seed, plus the dry run).
+//! Polling configs (7 routes, plus the dry run).
 
 use crate::body::{ConfigBody, DryRunBody};
 use crate::error::{ApiResult, Problem};

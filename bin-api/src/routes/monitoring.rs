@@ -1,4 +1,4 @@
-//! Monitoring (4 of the seed) and, beyond it, the metrics history the dashboard charts. Each
+//! Monitoring (4 routes) and, beyond them, the metrics history the dashboard charts. Each
 //! answer costs O(shards) Redis calls and no scan of the card table.
 
 use crate::error::ApiResult;
@@ -63,7 +63,7 @@ pub(crate) struct HistoryQuery {
     range: HistoryRange,
 }
 
-/// A series of the metrics history (beyond the seed; the dashboard's charts).
+/// A series of the metrics history (the dashboard's charts).
 #[utoipa::path(get, path = "/polling-stats/history", tag = "monitoring",
     params(HistoryQuery),
     responses((status = 200, body = Series)))]

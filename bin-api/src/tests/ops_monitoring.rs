@@ -1,4 +1,5 @@
-//! Monitoring and concurrency through the API: the seed 000 scenarios, roles, 404s, 422s.
+//! Monitoring and concurrency through the API: the queue-depth scenarios (summed shards, one
+//! shard unreadable), roles, 404s, 422s.
 
 use super::*;
 use fred::interfaces::{KeysInterface, SortedSetsInterface};

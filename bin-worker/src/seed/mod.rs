@@ -120,7 +120,8 @@ pub(crate) async fn run(settings: &Settings, args: SeedArgs) -> anyhow::Result<(
         bar.set_position(next);
     }
     bar.finish();
-    // One package per device, covering its bound cards (seed bug 1: device packages count).
+    // One package per device, covering its bound cards (`docs/rules.md`, "Stop / resume":
+    // a bound card is covered by its device's packages).
     let device_usages: Vec<NewPackageUsage> = devices
         .iter()
         .flat_map(|d| {

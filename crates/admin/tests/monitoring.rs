@@ -1,5 +1,5 @@
-//! Monitoring through the service: the seed 000 scenarios (16 shards of 100..1600 -> 13,600;
-//! shard 5 at 600,000; one unreadable shard -> the other 15 and the seed's warning), the oldest
+//! Monitoring through the service: the queue-depth scenarios (16 shards of 100..1600 -> 13,600;
+//! shard 5 at 600,000; one unreadable shard -> the other 15 and its warning), the oldest
 //! due age, rates, the p95, init progress and the fleet counts.
 
 mod common;
@@ -95,7 +95,7 @@ async fn an_unreadable_shard_is_skipped_with_the_seeds_warning() -> anyhow::Resu
         "{:?}",
         stats.warnings
     );
-    // The seed's own method agrees.
+    // The queue manager's own total agrees.
     assert_eq!(
         w.queue.get_total_queue_depth(TaskType::Carddata).await?,
         13_200

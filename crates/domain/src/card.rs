@@ -165,7 +165,7 @@ pub struct Card {
     pub deleted_at: Option<DateTime<Utc>>,
 }
 
-/// The per-month usage counters kept on a card (RULES.md, "Month rollover").
+/// The per-month usage counters kept on a card (`docs/rules.md`, "Month rollover").
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct MonthCounters {

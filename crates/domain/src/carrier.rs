@@ -17,7 +17,7 @@ pub const STREAM_PASSWORD: &str = "stream_password";
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CarrierProtocol {
-    /// The project's own JSON protocol (`CONTRACT.md`, "Carrier gateway protocol").
+    /// The project's own JSON protocol (`docs/carriers/cmp-json.md`).
     #[serde(rename = "cmp-json")]
     CmpJson,
     /// China Mobile OneLink EC API v5.

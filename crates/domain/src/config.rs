@@ -1,4 +1,4 @@
-//! Polling configs and `match_config` (RULES.md, "Polling configs").
+//! Polling configs and `match_config` (`docs/rules.md`, "Polling configs").
 
 use crate::{CardCategory, CardMatchFields, CarrierId, PollingConfigId, TaskType};
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! Usage deduction (RULES.md, "Usage deduction"): how a usage delta is charged to a card's
+//! Usage deduction (`docs/rules.md`, "Usage deduction"): how a usage delta is charged to a card's
 //! valid packages.
 
 use crate::package::effective_ratio;
@@ -24,10 +24,11 @@ fn virtual_mb(real_mb: Megabytes, ratio: Decimal) -> Megabytes {
     real_mb.checked_mul(ratio).unwrap_or(Decimal::MAX)
 }
 
-/// Plans `deduct_data_usage` (RULES.md): valid packages ordered by `expires_at` then `id`; each
-/// takes `min(room, remaining)` real MB, charged at its ratio; what is left after the last
-/// package lands on the last one (overage is recorded, not dropped). An unlimited package takes
-/// everything. Returns no step when no package is valid or the delta is not positive.
+/// Plans `deduct_data_usage` (`docs/rules.md`, "Usage deduction"): valid packages ordered by
+/// `expires_at` then `id`; each takes `min(room, remaining)` real MB, charged at its ratio; what is
+/// left after the last package lands on the last one (overage is recorded, not dropped). An
+/// unlimited package takes everything. Returns no step when no package is valid or the delta is not
+/// positive.
 pub fn plan_deduction(
     packages: &[PackageUsage],
     delta_real_mb: Megabytes,

@@ -78,8 +78,8 @@ id_type!(
 );
 
 impl CardId {
-    /// The queue shard of this card: `card_id % shard_count` (CONTRACT.md). Both processes
-    /// must agree on it, so it is computed here and nowhere else.
+    /// The queue shard of this card: `card_id % shard_count` (`docs/contract.md`,
+    /// "Redis keys"). Both processes must agree on it, so it is computed here and nowhere else.
     pub fn shard(self, shard_count: u32) -> u32 {
         // rem_euclid keeps a (never expected) negative id on a valid shard.
         self.0.rem_euclid(i64::from(shard_count.max(1))) as u32

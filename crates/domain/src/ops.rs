@@ -1,5 +1,5 @@
-//! Models and store traits of the operations side (issue 14): fleet counts for monitoring, the
-//! partitions of the usage table, and the metrics history the dashboard charts.
+//! Models and store traits of the operations side (`docs/admin-ops.md`): fleet counts for
+//! monitoring, the partitions of the usage table, and the metrics history the dashboard charts.
 
 use crate::store::StoreResult;
 use crate::{StopReason, TaskType};

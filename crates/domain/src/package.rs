@@ -65,7 +65,8 @@ pub enum PackageOwner {
 }
 
 impl PackageOwner {
-    /// The owner whose packages cover a card: its device when bound (seed bug 1), else itself.
+    /// The owner whose packages cover a card: its device when bound, else itself
+    /// (`docs/rules.md`, "Stop / resume").
     pub fn covering(card_id: CardId, device_id: Option<DeviceId>) -> PackageOwner {
         match device_id {
             Some(d) => PackageOwner::Device(d),

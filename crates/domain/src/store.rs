@@ -244,10 +244,10 @@ pub trait CardStore: Send + Sync {
     /// month counters
     /// and lifetime usage, a `tb_data_usage_record` row (when the delta is positive or the
     /// month rolled over) and the deduction of the delta from the valid packages covering the
-    /// card as the locked row binds it (RULES.md). Returns what was applied, the card after
-    /// the write, the deduction steps and, when the deduction read them, the owner's valid
-    /// packages after it (so the caller can consult the decision table without reading
-    /// again). `None`: no live card.
+    /// card as the locked row binds it (`docs/rules.md`, "Month rollover"). Returns what was
+    /// applied, the card after the write, the deduction steps and, when the deduction read them,
+    /// the owner's valid packages after it (so the caller can consult the decision table without
+    /// reading again). `None`: no live card.
     async fn record_usage(
         &self,
         id: CardId,
@@ -299,7 +299,8 @@ pub trait PackageStore: Send + Sync {
         }
         Ok(found)
     }
-    /// Deducts real megabytes from the owner's valid packages (RULES.md), one transaction.
+    /// Deducts real megabytes from the owner's valid packages (`docs/rules.md`,
+    /// "Usage deduction"), one transaction.
     async fn deduct_data_usage(
         &self,
         owner: PackageOwner,

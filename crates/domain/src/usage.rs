@@ -1,4 +1,4 @@
-//! Month rollover and deltas for the carddata poll (RULES.md, "Month rollover").
+//! Month rollover and deltas for the carddata poll (`docs/rules.md`, "Month rollover").
 
 use crate::{Megabytes, MonthCounters};
 use chrono::{Datelike, NaiveDate};
@@ -57,7 +57,7 @@ pub fn month_start(day: NaiveDate) -> NaiveDate {
 /// counts at once and raises `streamed_ahead_mb`; a poll whose total already includes the
 /// session counts nothing for it, and a total that lags counts only what it shows beyond the
 /// streamed megabytes, the rest staying ahead until a later total catches up. Without a stream
-/// `streamed_ahead_mb` stays 0 and this is the seed's rule exactly.
+/// `streamed_ahead_mb` stays 0 and these are the same-month and new-month rules alone.
 pub fn apply_month_total(before: &MonthCounters, reported: &MonthUsage) -> UsageUpdate {
     let month = month_start(reported.month);
     let total = reported.month_total_mb.max(Decimal::ZERO);

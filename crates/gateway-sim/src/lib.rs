@@ -3,7 +3,7 @@
 //!
 //! Start it in-process with [`SimServer::start`] (port 0 by default) or as the binary
 //! `gateway-sim serve --bind ADDR`. Besides the protocol it answers the control API of
-//! `CONTRACT.md`:
+//! `docs/carriers/cmp-json.md` ("The simulator"):
 //!
 //! | call | body / answer |
 //! | --- | --- |

@@ -60,7 +60,7 @@ pub struct GatewayConfig {
 }
 
 impl GatewayConfig {
-    /// The defaults of `CONTRACT.md` for a gateway at `base_url`.
+    /// The defaults of `docs/carriers/cmp-json.md` for a gateway at `base_url`.
     pub fn new(base_url: impl Into<String>) -> Self {
         Self {
             base_url: base_url.into(),

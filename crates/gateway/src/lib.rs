@@ -6,7 +6,7 @@
 //! wire types of [`protocol`]. The in-memory carrier that tests, benchmarks and the demo run
 //! against is the `gateway-sim` crate, so linking the client does not link a web server.
 //!
-//! It speaks the wire protocol of `CONTRACT.md` ("Carrier gateway protocol") and nothing else:
+//! It speaks the wire protocol of `docs/carriers/cmp-json.md` and nothing else:
 //! no Redis, no database, no crate of ours but `domain`. Callers decide what to do from
 //! [`GatewayError`]'s kind, never from a message.
 

@@ -1,4 +1,4 @@
-//! The wire format of the carrier gateway (`CONTRACT.md`, "Carrier gateway protocol"), shared by
+//! The wire format of the carrier gateway (`docs/carriers/cmp-json.md`), shared by
 //! the client and the simulator so that the two cannot drift apart.
 //!
 //! Megabytes are written as decimal strings (exact) and read from strings or numbers.

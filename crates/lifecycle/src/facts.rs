@@ -1,5 +1,5 @@
-//! A fact config matching reads changed through polling or stop/resume (RULES.md,
-//! "Lifecycle", second row; seed 000 "Worker 进程卡状态变化重新入队").
+//! A fact config matching reads changed through polling or stop/resume (`docs/rules.md`,
+//! "Lifecycle", second row).
 //!
 //! Real-name and network status change through polling itself, with no lifecycle event. When
 //! one changes, the card may match another config that schedules other task types: the card is

@@ -1,6 +1,6 @@
 //! [`QueueReconciler`]: after a polling config is created, edited, enabled, disabled or
-//! deleted, every card's queue membership is aligned with the config it matches now (RULES.md,
-//! "Lifecycle", third row).
+//! deleted, every card's queue membership is aligned with the config it matches now
+//! (`docs/rules.md`, "Lifecycle", third row).
 //!
 //! The run streams the polling-enabled cards by id in keyset pages, matches each against the
 //! configs in force and aligns the page in one pipeline (`ZADD NX` of the types now scheduled,

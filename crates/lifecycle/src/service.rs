@@ -1,4 +1,4 @@
-//! [`PollingLifecycleService`]: RULES.md "Lifecycle".
+//! [`PollingLifecycleService`]: `docs/rules.md`, "Lifecycle".
 
 use crate::LifecycleError;
 use chrono::{DateTime, Utc};

@@ -1,7 +1,7 @@
-//! PollingLifecycleService: the seed scenarios (000 "LifecycleService 入队前检查 enable_polling
-//! (M3)", the API-process scenarios) and RULES.md "Lifecycle", on real PostgreSQL and Redis.
+//! PollingLifecycleService: the polling-switch check before enqueueing, the API-process
+//! scenarios and `docs/rules.md`, "Lifecycle", on real PostgreSQL and Redis.
 //!
-//! Card and device ids are the seed's own (10, 100, 200, 1000): those rows are inserted with
+//! Card and device ids are the scenarios' own (10, 100, 200, 1000): those rows are inserted with
 //! explicit ids by SQL.
 
 mod common;

@@ -1,4 +1,4 @@
-//! After a polling config changes, the queues follow (RULES.md "Lifecycle", third row): a
+//! After a polling config changes, the queues follow (`docs/rules.md`, "Lifecycle", third row): a
 //! config edit published the way the API publishes it changes the queue membership of exactly
 //! the cards it affects, key by key, and nothing else.
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// TTL of the Redis hash `polling:configs` (CONTRACT.md).
+/// TTL of the Redis hash `polling:configs` (`docs/contract.md`, "Redis keys").
 const HASH_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Loads polling configs, mirrors them into Redis and answers matches from memory.
@@ -149,7 +149,7 @@ impl PollingConfigManager {
             .clone()
     }
 
-    /// The config the card matches (RULES.md "Polling configs"), from memory only.
+    /// The config the card matches (`docs/rules.md`, "Polling configs"), from memory only.
     pub fn match_config(&self, card: &CardMatchFields) -> Option<MatchedConfig> {
         let current = self.inner.current.read().unwrap_or_else(|p| p.into_inner());
         current.match_config(card)

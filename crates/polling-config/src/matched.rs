@@ -62,8 +62,8 @@ impl ConfigSnapshot {
         }
     }
 
-    /// RULES.md "Polling configs": the first enabled config, by priority then id, whose every
-    /// set condition holds for the card. Memory only.
+    /// `docs/rules.md`, "Polling configs": the first enabled config, by priority then id, whose
+    /// every set condition holds for the card. Memory only.
     pub fn match_config(&self, card: &CardMatchFields) -> Option<MatchedConfig> {
         domain::first_match(&self.ordered, card).map(MatchedConfig::of)
     }

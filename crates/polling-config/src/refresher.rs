@@ -11,7 +11,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The periodic refresh of the seed.
+/// The periodic refresh (`docs/rules.md`, "Polling configs": every 5 minutes).
 pub const REFRESH_EVERY: Duration = Duration::from_secs(300);
 
 impl PollingConfigManager {

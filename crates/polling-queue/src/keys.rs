@@ -1,4 +1,4 @@
-//! Every Redis key and channel of the polling core (CONTRACT.md, "Redis keys"), typed.
+//! Every Redis key and channel of the polling core (`docs/contract.md`, "Redis keys"), typed.
 //!
 //! A key is described by a [`RedisKey`] and turned into its wire name by [`Keys::render`], the
 //! only place in the workspace where a `polling:*` name is spelled out. [`Keys`] carries the

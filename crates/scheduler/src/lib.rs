@@ -1,4 +1,4 @@
-//! The dispatch loop of a worker node (ARCHITECTURE.md, "Data flow of one poll").
+//! The dispatch loop of a worker node (`docs/architecture.md`, "Data flow of one poll").
 //!
 //! One loop per task type: drain the manual list first, then take due cards from every shard
 //! in parallel — exactly as many as that type's handler pool has room for (a full pool

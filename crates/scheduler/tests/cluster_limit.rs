@@ -1,6 +1,6 @@
-//! A cluster-wide concurrency limit below the local pool (issue: "a limit below the local pool
-//! spins"): with `polling:concurrency:max:carddata` = 1, 500 due cards and a 200 ms carrier,
-//! the loop must wait for the slot instead of cycling refused cards through Redis.
+//! A cluster-wide concurrency limit below the local pool must not make the loop spin: with
+//! `polling:concurrency:max:carddata` = 1, 500 due cards and a 200 ms carrier, the loop must
+//! wait for the slot instead of cycling refused cards through Redis.
 
 mod common;
 

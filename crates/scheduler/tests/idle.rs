@@ -16,7 +16,7 @@ use task_handlers::{Outcome, Registry, TaskHandler};
 use test_support::PrivateRedis;
 use tokio_util::sync::CancellationToken;
 
-/// The goal of the issue: at most this many commands a second from a waiting node.
+/// The goal: at most this many commands a second from a waiting node.
 const GOAL_PER_SEC: f64 = 50.0;
 /// How long the commands are counted.
 const WINDOW: Duration = Duration::from_secs(3);

@@ -42,7 +42,7 @@ pub enum LogFormat {
 }
 
 /// Everything both binaries can be told. Fields are documented where the default is not
-/// obvious; CONTRACT.md ("Settings") is the reference.
+/// obvious; `docs/contract.md` ("Settings") lists them all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// `CMP_DATABASE_URL` (required).

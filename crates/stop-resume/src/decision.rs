@@ -1,4 +1,4 @@
-//! The decision table of `RULES.md` ("Stop / resume") as a pure function: no I/O, no clock of
+//! The decision table of `docs/rules.md` ("Stop / resume") as a pure function: no I/O, no clock of
 //! its own. [`decide`] takes the card, its packages, its device's protect state and "now", and
 //! answers the [`Decision`] the service then carries out.
 
@@ -150,8 +150,8 @@ impl Decision {
     }
 }
 
-/// Gathers the evidence: packages of the covering owner only (seed bug 1: a bound card is
-/// covered by its device's packages, never by rows that name the card itself).
+/// Gathers the evidence: packages of the covering owner only (`docs/rules.md`, "Stop / resume":
+/// a bound card is covered by its device's packages, never by rows that name the card itself).
 pub fn evidence(
     card: &Card,
     packages: &[PackageUsage],

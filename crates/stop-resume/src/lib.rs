@@ -2,13 +2,13 @@
 //! (resume) a card's network service**, and the only caller of the gateway's `stop`/`start`
 //! outside operator tooling built on this crate.
 //!
-//! * [`decide`] is the decision table of `RULES.md` ("Stop / resume") as a pure function of the
-//!   card, its packages, its device's protect state and the time: unit-tested row by row.
+//! * [`decide`] is the decision table of `docs/rules.md` ("Stop / resume") as a pure function of
+//!   the card, its packages, its device's protect state and the time: unit-tested row by row.
 //! * [`StopResumeService::evaluate_and_act`] reads, decides and acts for every caller under a
 //!   per-card Redis lock (`polling:lock:card:{id}`), so two evaluations of one card never both
 //!   call the gateway; the database changes only after the carrier said yes, and every stop,
 //!   start and reason change appends one `tb_card_state_log` row (invariants 4 and 5 of
-//!   `ARCHITECTURE.md`). A stop or start is that row written `pending` before the call (a
+//!   `docs/invariants.md`). A stop or start is that row written `pending` before the call (a
 //!   durable intent, compare-and-set on the card's state, one per card in the database), so a
 //!   worker killed after the carrier's yes, or a second evaluation after Redis lost the lock,
 //!   costs no call the log does not account for (`ok`, `failed`, `interrupted`).

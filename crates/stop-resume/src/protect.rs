@@ -1,7 +1,7 @@
-//! The protect handler's forced correction (seed 003 `polling_protect_handler.go`; RULES.md,
-//! "Protect periods"), as a method of the service so that it runs on the same path as every
-//! other stop and start: under the card's lock, on the card read fresh from the store, gateway
-//! first and database after, one audit row, the same metrics, the queues aligned afterwards.
+//! The protect handler's forced correction (`docs/rules.md`, "Protect periods"), as a method of the
+//! service so that it runs on the same path as every other stop and start: under the card's lock,
+//! on the card read fresh from the store, gateway first and database after, one audit row, the same
+//! metrics, the queues aligned afterwards.
 //!
 //! | card | protect period | network | action |
 //! | --- | --- | --- | --- |

@@ -26,7 +26,7 @@ pub struct StopResumeService {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) settings: StopResumeSettings,
     /// Network status is a fact config matching reads: after every stop and start the card's
-    /// queues are aligned with the config it matches now (RULES.md, "Lifecycle").
+    /// queues are aligned with the config it matches now (`docs/rules.md`, "Lifecycle").
     lifecycle: Option<PollingLifecycleService>,
 }
 
@@ -86,7 +86,7 @@ impl StopResumeService {
         self
     }
 
-    /// The one entry point of `RULES.md` ("Stop / resume"): under the card's lock, reads the
+    /// The one entry point of `docs/rules.md` ("Stop / resume"): under the card's lock, reads the
     /// card, its covering packages and its device's protect state, applies the decision table
     /// and carries it out. Returns what was done and why; on error the card is unchanged in the
     /// database and the caller reschedules it at the retry interval.

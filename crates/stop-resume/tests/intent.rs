@@ -1,4 +1,4 @@
-//! The durable intent (ARCHITECTURE.md invariant 4): a stop or start is a `pending` state-log
+//! The durable intent (`docs/invariants.md`, invariant 4): a stop or start is a `pending` state-log
 //! row before the carrier is asked, so a worker killed between the carrier's yes and the
 //! database write, a carrier that never answers, or two evaluations at once after Redis lost
 //! the card lock, cost no call the state log does not account for. Real PostgreSQL and Redis

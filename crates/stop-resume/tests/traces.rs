@@ -1,4 +1,4 @@
-//! Traces of a stop (issue 31): with `CMP_OTEL_ENDPOINT` set, the spans of one stop (the
+//! Traces of a stop: with `CMP_OTEL_ENDPOINT` set, the spans of one stop (the
 //! decision and its carrier call) reach an OTLP/HTTP receiver started here, and the card's new
 //! state-log row carries their trace id; unset, nothing is built and the row's trace id is NULL.
 //! The subscriber is the one both binaries install (`ops::subscriber`), the service the real

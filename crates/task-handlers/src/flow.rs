@@ -157,7 +157,7 @@ impl PollingBase {
         outcome
     }
 
-    /// The seed's correctness constraint: the dequeued card is rescheduled for now before the
+    /// `docs/rules.md`, "Polls", step 1: the dequeued card is rescheduled for now before the
     /// handler returns, or it would only come back when its lease ends.
     async fn pool_full(&self, task: TaskType, card_id: CardId) -> Outcome {
         match self.requeue_card(card_id, task, Duration::ZERO).await {

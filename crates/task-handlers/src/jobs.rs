@@ -1,4 +1,4 @@
-//! The periodic package jobs (seed: `PackageActivationHandler`, `DataResetHandler`): bounded
+//! The periodic package jobs (`docs/rules.md`, "Package activation" and "Data reset"): bounded
 //! store batches (each its own transaction), each followed by an evaluation of exactly the
 //! cards whose packages it touched, until nothing is due. The calendar is `CMP_TIMEZONE`.
 

@@ -1,4 +1,4 @@
-//! [`PollingBase`]: what the four handlers share (seed: `polling_base.go`).
+//! [`PollingBase`]: what the four handlers share (`docs/rules.md`, "Polls").
 
 use crate::identities::IdentityLoader;
 use crate::snapshots::SnapshotLoader;

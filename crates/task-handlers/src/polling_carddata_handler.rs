@@ -1,4 +1,4 @@
-//! The usage poll (seed: `polling_carddata_handler.go`).
+//! The usage poll (`docs/rules.md`, "Polls" and "Month rollover").
 //!
 //! Asks the carrier for the card's cumulative usage of its current month and hands it to the
 //! store, which applies it to the card's month counters *as the locked database row holds them*
@@ -36,7 +36,7 @@ pub struct PollingCarddataHandler {
 
 impl PollingCarddataHandler {
     /// The store's `record_usage` is one transaction for counters, usage record and the
-    /// deduction (the seed's `UsageService.DeductDataUsage`), so no separate usage service.
+    /// deduction (`docs/rules.md`, "Usage deduction"), so no separate usage service.
     pub fn new(deps: PollingDeps) -> Self {
         Self {
             deps,

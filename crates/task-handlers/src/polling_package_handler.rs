@@ -1,4 +1,4 @@
-//! The package poll (seed: `polling_package_handler.go`).
+//! The package poll (`docs/rules.md`, "Polls").
 //!
 //! Asks the carrier which packages it knows for the card, writes them by `external_id` into
 //! the covering owner (the device when the card is bound, else the card), then lets

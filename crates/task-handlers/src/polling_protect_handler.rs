@@ -1,4 +1,4 @@
-//! The protect-period consistency check (seed: `polling_protect_handler.go`).
+//! The protect-period consistency check (`docs/rules.md`, "Protect periods").
 //!
 //! Inside a device's protect period the card must follow the period's direction: the forced
 //! correction, without the decision table (which does nothing while a period lasts). Once the
@@ -21,8 +21,8 @@
 //! a pure function). Only a decision to act pays for `enforce_protect`, which takes the card's
 //! lock and decides again on fresh reads.
 //!
-//! "Real-named" is RULES.md's real-name condition (verified, or an industry card, which carriers
-//! exempt). A card stopped by an operator (`manual`) is not force-started (invariant 5).
+//! "Real-named" is the real-name condition of `docs/rules.md` (verified, or an industry card, which
+//! carriers exempt). A card stopped by an operator (`manual`) is not force-started (invariant 5).
 
 use crate::{HandlerError, Outcome, Polled, PollingDeps, TaskHandler, telemetry};
 use domain::store::CardFacts;

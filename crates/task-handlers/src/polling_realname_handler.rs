@@ -1,4 +1,4 @@
-//! The real-name poll (seed: `polling_realname_handler.go`).
+//! The real-name poll (`docs/rules.md`, "Polls").
 //!
 //! Reads the card (together with the cards of concurrent polls: one statement, see
 //! `snapshots`), asks the carrier for its real-name status and writes it only when it differs
@@ -75,7 +75,7 @@ impl PollingRealnameHandler {
             },
         );
         // Real-name is a fact config matching reads: the card may now be scheduled for other
-        // task types (seed 000 "Worker 进程卡状态变化重新入队").
+        // task types (`docs/rules.md`, "Lifecycle", second row).
         if let Err(error) = self.deps.base.lifecycle.on_card_facts_changed(&card).await {
             warn!(card_id = %card.id, %error, "cannot align the card's queues with its new real-name status");
         }

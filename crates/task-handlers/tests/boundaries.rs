@@ -1,4 +1,5 @@
-//! The crate's boundaries (ARCHITECTURE.md, seed "Handler 边界原则"), checked on the sources.
+//! The crate's boundaries (`docs/architecture.md`, "Crates and who may depend on whom"),
+//! checked on the sources.
 
 use std::path::{Path, PathBuf};
 

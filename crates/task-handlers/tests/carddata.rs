@@ -119,8 +119,8 @@ async fn rollover_march_to_april_with_500_mb() {
     );
 }
 
-/// Seed: cardID=200, start 2026-04-01, baseline 100 (the seed's `last_month_total_mb`; RULES.md
-/// keeps the baseline in `last_gateway_total_mb`), the carrier reports 150 -> delta 50.
+/// Seed: cardID=200, start 2026-04-01, baseline 100 (kept in `last_gateway_total_mb`,
+/// `docs/rules.md`, "Month rollover"), the carrier reports 150 -> delta 50.
 #[tokio::test]
 async fn same_month_100_to_150_is_50() {
     let w = World::new().await;

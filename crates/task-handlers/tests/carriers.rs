@@ -2,7 +2,7 @@
 //! stores (PostgreSQL), queues (Redis) and stop/resume, against every protocol's adapter talking
 //! to that platform on `gateway-sim`. One module per protocol; each test's name is the scenario.
 //!
-//! The scenarios follow the issue that brought the adapters: a real-name change, usage growth and
+//! The scenarios of the platform adapters: a real-name change, usage growth and
 //! month rollover, a package exhausted → stopped once → renewed → resumed, throttling, a token
 //! expiring mid-run, a 5xx and an HTML answer, bad credentials (nothing stopped, the carrier's
 //! health says why) and a partial batch answer.

@@ -1,4 +1,4 @@
-//! The engine exact under concurrency and state changes (ARCHITECTURE.md invariants 1, 7, 8):
+//! The engine exact under concurrency and state changes (`docs/invariants.md`, invariants 1, 7, 8):
 //! several task types of one card polled at once against a slow, jittery carrier; a poll that
 //! changes a fact config matching reads; a card disabled behind the lifecycle's back.
 
@@ -44,7 +44,8 @@ async fn sum_of_deltas(w: &World, card: i64) -> Decimal {
     rows[0].try_get::<Decimal>("", "s").expect("sum")
 }
 
-/// The issue's reproduction: 20 cards, the four task types polled at once (and two usage polls
+/// The reproduction of the double count (`docs/decisions.md`, "Exact facts under
+/// concurrency"): 20 cards, the four task types polled at once (and two usage polls
 /// of the same card at once, as a manual trigger racing a dequeue on another node would), a
 /// carrier answering in 150 ± 150 ms with usage growing on every query and real-name flipping
 /// underneath. For every card the recorded deltas add up to the carrier's month total at the
@@ -169,9 +170,9 @@ async fn every_megabyte_once(w: World) {
     }
 }
 
-/// Seed 000 "Worker 进程卡状态变化重新入队", with configs like the seed's defaults: a card that
-/// is not real-named is polled for real-name and usage only; once the carrier verifies it, it
-/// matches the config for real-named cards and is queued, due now, for package and protect.
+/// A card whose real-name changes is queued again (`docs/rules.md`, "Lifecycle", second row),
+/// with configs like the default ones: a card that is not real-named is polled for real-name
+/// and usage only; once the carrier verifies it, it matches the config for real-named cards and is queued, due now, for package and protect.
 #[tokio::test]
 async fn verification_queues_the_types_the_new_config_schedules() {
     let w = World::new().await;

@@ -70,7 +70,8 @@ async fn renewal_resumes_a_traffic_exhausted_card() {
     );
 }
 
-/// A card bound to a device: the carrier's packages belong to the device (seed bug 1).
+/// A card bound to a device: the carrier's packages belong to the device (`docs/rules.md`,
+/// "Stop / resume", packages that count).
 #[tokio::test]
 async fn bound_card_writes_into_the_device() {
     let w = World::new().await;

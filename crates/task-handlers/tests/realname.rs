@@ -96,8 +96,8 @@ async fn card_200_unchanged_writes_nothing() {
     );
 }
 
-/// First real-name activation (RULES.md): the device's package waiting for real-name becomes
-/// active inline, so the evaluation that follows resumes the card.
+/// First real-name activation (`docs/rules.md`, "Package activation"): the device's package waiting
+/// for real-name becomes active inline, so the evaluation that follows resumes the card.
 #[tokio::test]
 async fn first_real_name_activates_the_waiting_package_and_resumes() {
     let w = World::new().await;

@@ -1,6 +1,6 @@
-//! Each carrier's call budget against what its cards ask of it (issue 29, "Carrier budget"):
-//! allowed and used calls/s, cards per call, and per task type the cards scheduled, their
-//! interval and the round time achievable at the budget. The arithmetic is
+//! Each carrier's call budget against what its cards ask of it (`docs/admin-ops.md`, "Carrier
+//! budgets"): allowed and used calls/s, cards per call, and per task type the cards scheduled,
+//! their interval and the round time achievable at the budget. The arithmetic is
 //! `domain::CarrierBudget::compute` (its module says why it holds).
 //!
 //! Where the figures come from, and what they cost:

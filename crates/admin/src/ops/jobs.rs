@@ -1,8 +1,8 @@
-//! The periodic jobs of the ops services (issue 14), built here beside the services they run;
-//! the worker only registers them with its scheduler, which runs each under its singleton
-//! lease: alert evaluation (30 s), the metrics history sample (1 min), the carriers' budget
-//! figures (1 min), data cleanup (daily; the run itself goes on in the background under its own
-//! lease), and the usage partitions created ahead (every 6 h).
+//! The periodic jobs of the ops services (`docs/admin-ops.md`), built here beside the services they
+//! run; the worker only registers them with its scheduler, which runs each under its singleton
+//! lease: alert evaluation (30 s), the metrics history sample (1 min), the carriers' budget figures
+//! (1 min), data cleanup (daily; the run itself goes on in the background under its own lease), and
+//! the usage partitions created ahead (every 6 h).
 
 use super::alert_metrics::MetricReader;
 use super::budget::{BUDGET_EVERY, BudgetService, BudgetStores};

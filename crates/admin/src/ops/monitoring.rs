@@ -5,7 +5,8 @@
 //!   (`pg_class.reltuples`, `pg_stats`) on a large table, an exact count on a small one; the
 //!   answer's `cards.source` says which.
 //! * Queue figures are read per shard in one pipeline each (`ZCARD`, `ZCOUNT`, lowest score); a
-//!   failing shard is skipped, named in `missing_shards` and warned about with the seed's text.
+//!   failing shard is skipped, named in `missing_shards` and warned about with
+//!   `分片 X 队列深度查询失败`.
 //! * Rates come from the per-minute counters the handlers keep (`polling:stats:{type}:minutes:*`).
 
 use super::alert_metrics::MetricReader;

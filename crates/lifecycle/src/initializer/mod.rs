@@ -1,4 +1,5 @@
-//! [`CardInitializer`]: fills the sharded queues from the whole fleet (RULES.md "Initializer").
+//! [`CardInitializer`]: fills the sharded queues from the whole fleet (`docs/rules.md`,
+//! "Initializer").
 //!
 //! A reader task streams keyset pages of polling-enabled cards (one page ahead of the writers);
 //! each page is matched against one config snapshot and bucketed by shard and type into
@@ -36,7 +37,7 @@ const PAGES_PER_WRITE: usize = 4;
 pub struct InitSettings {
     /// Must equal the queue manager's: a card lives on shard `card_id % shard_count`.
     pub shard_count: u32,
-    /// Cards per keyset page (RULES.md: 100,000).
+    /// Cards per keyset page (`docs/rules.md`, "Initializer": 100,000).
     pub page_size: u32,
     /// Score/member pairs per ZADD command.
     pub members_per_command: usize,

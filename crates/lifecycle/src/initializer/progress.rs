@@ -5,7 +5,7 @@ use crate::LifecycleError;
 use chrono::{DateTime, Utc};
 use polling_queue::InitWriter;
 
-/// `status` of the progress hash (CONTRACT.md).
+/// `status` of the progress hash (`docs/contract.md`, "Redis keys").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitStatus {
     Running,

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// How long one shard may take to answer before it is reported missing.
 const SHARD_READ_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The seed's warning for a shard whose depth could not be read (`分片 X 队列深度查询失败`).
+/// The warning for a shard whose depth could not be read (`分片 X 队列深度查询失败`).
 pub const SHARD_DEPTH_FAILED: &str = "队列深度查询失败";
 
 /// One shard queue of one task type.
@@ -39,7 +39,7 @@ pub struct QueueSummary {
     pub oldest_due_age_secs: u64,
     /// Shards that failed or timed out (their entries are not in the sums).
     pub missing_shards: Vec<u32>,
-    /// One line per missing shard, the seed's `分片 X 队列深度查询失败`.
+    /// One line per missing shard, `分片 X 队列深度查询失败`.
     pub warnings: Vec<String>,
 }
 
@@ -64,7 +64,7 @@ impl QueueSummary {
 
 impl PollingQueueManager {
     /// Depth, due count and oldest due age of every shard of `task`. A shard that fails is
-    /// returned with its error (and logged with the seed's warning); the others are unaffected.
+    /// returned with its error (and logged with the warning); the others are unaffected.
     pub async fn shard_queue_stats(&self, task: TaskType) -> Vec<ShardQueueStats> {
         let now = to_score(self.clock.now());
         let reads = (0..self.settings.shard_count).map(|shard| async move {

@@ -1,5 +1,5 @@
-//! Queue membership made equal to what a card's matched config schedules (RULES.md,
-//! "Lifecycle": a fact config matching reads changed, or a config changed).
+//! Queue membership made equal to what a card's matched config schedules
+//! (`docs/rules.md`, "Lifecycle": a fact config matching reads changed, or a config changed).
 //!
 //! Unlike the lifecycle's remove-then-add, alignment never moves an existing entry: a card
 //! already queued for a type keeps its score (`ZADD NX`), one no longer scheduled for a type

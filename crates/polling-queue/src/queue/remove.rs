@@ -7,7 +7,8 @@ use fred::prelude::*;
 use fred::types::Value;
 
 impl PollingQueueManager {
-    /// Removes `card` from every queue: all 4 task types x every shard (seed 000), in one round
+    /// Removes `card` from every queue: all 4 task types x every shard (`docs/rules.md`,
+    /// "Lifecycle": a card switched off or deleted leaves every queue), in one round
     /// trip. Idempotent: removing a card that is not queued succeeds.
     pub async fn remove_from_all_queues(&self, card: CardId) -> Result<(), QueueError> {
         self.remove(&[card], false, Shards::All).await

@@ -1,12 +1,12 @@
 //! The cluster-wide concurrency limit, seen from the dispatch loop.
 //!
 //! A handler that finds its type's cluster-wide pool (`polling:concurrency:{type}`) full puts
-//! its card back due now (the seed's rule). If the loop then dequeued again at once, a limit
-//! below the local pool would cycle the same cards through Redis as fast as it can answer
-//! (measured: ~1,700 commands a second for 5 polls a second). So before each dequeue the loop
-//! asks how many slots are free and takes no more cards than that; with none free it waits
-//! until one of its own polls of the type finishes, or after a growing pause (10 ms doubling
-//! to 1 s) for another node's: about one question per poll, however many cards are due.
+//! its card back due now (`docs/rules.md`, "Polls"). If the loop then dequeued again at once, a
+//! limit below the local pool would cycle the same cards through Redis as fast as it can answer
+//! (measured: ~1,700 commands a second for 5 polls a second). So before each dequeue the loop asks
+//! how many slots are free and takes no more cards than that; with none free it waits until one of
+//! its own polls of the type finishes, or after a growing pause (10 ms doubling to 1 s) for another
+//! node's: about one question per poll, however many cards are due.
 
 //!
 //! The carrier budget is the other gate ([`DispatchBudget`]): with `CMP_GATEWAY_RATE_LIMIT`

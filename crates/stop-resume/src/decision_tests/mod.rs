@@ -1,4 +1,5 @@
-//! The decision table of RULES.md, one case per row; `cases` holds the bugs and edges.
+//! The decision table of `docs/rules.md` ("Stop / resume"), one case per row; `cases` holds the
+//! bugs and edges.
 
 use super::*;
 use chrono::{Duration, TimeZone};

@@ -28,7 +28,7 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DatabaseConnection, FromQueryResult, TransactionTrait};
 use std::collections::{BTreeMap, HashMap};
 
-/// The most polls one transaction carries (the issue's bound: ≤ 1,000 rows).
+/// The most polls one transaction carries (bound: ≤ 1,000 rows).
 pub(crate) const MAX_BATCH: usize = 1_000;
 
 const LOCK_CARDS: &str = "SELECT * FROM tb_iot_card WHERE id = ANY($1) AND deleted_at IS NULL \

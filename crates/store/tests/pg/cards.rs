@@ -381,8 +381,8 @@ async fn record_usage_rolls_over_and_deducts_across_two_packages() -> anyhow::Re
         .await?
         .ok_or_else(|| anyhow::anyhow!("card gone"))?;
     assert!(again.update.is_none() && again.steps.is_empty());
-    // A lower report is a carrier correction (RULES.md): nothing counted, lifetime usage kept,
-    // the baseline rebased to the carrier's figure.
+    // A lower report is a carrier correction (`docs/rules.md`, "Month rollover"): nothing counted,
+    // lifetime usage kept, the baseline rebased to the carrier's figure.
     let stale = s
         .cards
         .record_usage(
