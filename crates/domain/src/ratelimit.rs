@@ -37,4 +37,15 @@ pub trait RateLimiter: Send + Sync {
     /// How far ahead `bucket` is booked: the wait a query reserving now would get (zero when
     /// idle). The dispatch loop dequeues no more than the budget lets run.
     async fn booked(&self, bucket: &str) -> Result<Duration, RateLimitError>;
+
+    /// The carrier refused a call of `bucket` as over its limit (`retry_after`: the wait it
+    /// asked for): slow the bucket down for every process. A limiter that cannot adapt ignores
+    /// it.
+    async fn throttled(
+        &self,
+        _bucket: &str,
+        _retry_after: Option<Duration>,
+    ) -> Result<(), RateLimitError> {
+        Ok(())
+    }
 }

@@ -220,6 +220,9 @@ impl HttpGateway {
         let result = tokio::time::timeout(self.config.timeout, self.request(kind, iccid))
             .await
             .unwrap_or(Err(GatewayError::Timeout));
+        if let Err(GatewayError::Throttled { retry_after }) = &result {
+            crate::carriers::slow_down(self.limiter.as_deref(), carrier, *retry_after).await;
+        }
         let outcome = match &result {
             Ok(_) => "ok",
             Err(e) => e.outcome(),

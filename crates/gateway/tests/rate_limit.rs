@@ -175,3 +175,96 @@ async fn two_carriers_with_their_own_rates_share_nothing() {
         .unwrap();
     assert_eq!(default, 0, "no shared default bucket");
 }
+
+/// Requests the sim received, and how many of them it refused as over its quota.
+fn answered_and_refused(sim: &gateway_sim::SimHandle) -> (u64, u64) {
+    let stats = sim.state().stats();
+    let refused = stats.by_outcome.get("over_quota").copied().unwrap_or(0);
+    (stats.requests, refused)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_equal_to_the_platforms_limit_is_refused_at_most_one_call_in_a_hundred() {
+    let (pool, keys) = redis().await;
+    let limiter: Arc<dyn domain::RateLimiter> =
+        Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
+    let sim = sim().await;
+    register(&sim, &["1"]);
+    sim.state()
+        .set_faults(gateway_sim::FaultsPatch {
+            quota_per_sec: Some(20),
+            ..gateway_sim::FaultsPatch::default()
+        })
+        .unwrap();
+    let cfg = GatewayConfig {
+        rate_limit_per_sec: 20,
+        ..config(&sim)
+    };
+    let clients = [
+        HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
+        HttpGateway::new(cfg, Some(limiter)).unwrap(),
+    ];
+    let until = Instant::now() + Duration::from_secs(6);
+    let ok = total(hammer(&clients, CarrierId(1), 4, until)).await;
+    let (answered, refused) = answered_and_refused(&sim);
+    println!("budget = limit = 20/s: {answered} calls in 6 s, {refused} refused, {ok} ok");
+    assert!(ok >= 90, "{ok} calls went through in 6 s at 20/s");
+    assert!(
+        refused * 100 <= answered,
+        "{refused} of {answered} calls refused at a budget equal to the limit"
+    );
+    let _: i64 = pool
+        .del(keys.render(&RedisKey::RateLimit { bucket: "1".into() }))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_stricter_than_the_budget_slows_the_budget_down_for_every_client() {
+    let (pool, keys) = redis().await;
+    let limiter: Arc<dyn domain::RateLimiter> =
+        Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
+    let sim = sim().await;
+    register(&sim, &["1"]);
+    // The platform takes 10 a second; the budget says 30.
+    sim.state()
+        .set_faults(gateway_sim::FaultsPatch {
+            quota_per_sec: Some(10),
+            ..gateway_sim::FaultsPatch::default()
+        })
+        .unwrap();
+    let cfg = GatewayConfig {
+        rate_limit_per_sec: 30,
+        ..config(&sim)
+    };
+    let clients = [
+        HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
+        HttpGateway::new(cfg, Some(limiter)).unwrap(),
+    ];
+    let started = Instant::now();
+    let callers = hammer(&clients, CarrierId(1), 4, started + Duration::from_secs(8));
+    // The first refusals cut the rate; from the third second on it stays near the platform's.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (first, first_refused) = answered_and_refused(&sim);
+    let ok = total(callers).await;
+    let (all, all_refused) = answered_and_refused(&sim);
+    let (later, later_refused) = (all - first, all_refused - first_refused);
+    println!(
+        "budget 30/s, platform 10/s: first 3 s {first} calls, {first_refused} refused; \
+         next 5 s {later} calls, {later_refused} refused; {ok} ok"
+    );
+    // Without slowing down, two of every three calls would be refused; slowed down, a few
+    // are, as the rate grows back and finds the platform's limit again (about one in ten).
+    assert!(
+        later_refused * 5 <= later,
+        "{later_refused} of {later} calls refused after the first 3 s: the budget did not slow down"
+    );
+    assert!(
+        ok >= 50,
+        "{ok} calls went through in 8 s at the platform's 10/s"
+    );
+    let _: i64 = pool
+        .del(keys.render(&RedisKey::RateLimit { bucket: "1".into() }))
+        .await
+        .unwrap();
+}

@@ -41,6 +41,10 @@ pub(crate) static GCRA: LazyLock<Script> =
 pub(crate) static GCRA_BOOKED: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lua/gcra_booked.lua")));
 
+/// A carrier's refusal as over its limit: the GCRA bucket's rate cut and paused.
+pub(crate) static GCRA_THROTTLED: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lua/gcra_throttled.lua")));
+
 /// Runs `script` on `key` (EVALSHA, loading the script on NOSCRIPT).
 pub(crate) async fn eval<R: FromValue>(
     script: &Script,

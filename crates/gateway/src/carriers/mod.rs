@@ -36,6 +36,7 @@ pub mod units;
 pub use control_center::{ControlCenter, DevicePage, ModifiedDevice, SEARCH_PAGE_SIZE};
 pub use ctcc::sign as ctcc_sign;
 pub use router::CarrierRouter;
+pub(crate) use router::slow_down;
 
 use crate::{CarrierGateway, GatewayConfig, GatewayError, HttpGateway, RetryPolicy};
 use domain::{CarrierAccount, CarrierProtocol, Clock, RateLimiter};

@@ -292,8 +292,27 @@ impl CarrierRouter {
         };
         if configured {
             self.tally(carrier, &res);
+            if let Err(GatewayError::Throttled { retry_after }) = &res {
+                slow_down(self.ctx.limiter.as_deref(), carrier, *retry_after).await;
+            }
         }
         res
+    }
+}
+
+/// The carrier refused a call as over its limit: its shared budget slows down on every node
+/// (`RateLimiter::throttled`). A limiter that cannot be told is logged, not an error: the
+/// call's own outcome stands.
+pub(crate) async fn slow_down(
+    limiter: Option<&dyn domain::RateLimiter>,
+    carrier: CarrierId,
+    retry_after: Option<Duration>,
+) {
+    let Some(limiter) = limiter else {
+        return;
+    };
+    if let Err(error) = limiter.throttled(&carrier.to_string(), retry_after).await {
+        tracing::debug!(carrier = %carrier, %error, "could not slow the carrier's budget down");
     }
 }
 
