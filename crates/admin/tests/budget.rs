@@ -32,6 +32,7 @@ fn account(id: i64, protocol: CarrierProtocol, rate: u32, batch: u32) -> Carrier
             max_concurrent: 5,
             batch_size: batch,
             timeout_ms: 2_000,
+            assumed_calls: Default::default(),
         },
         enabled: true,
     }
