@@ -218,3 +218,67 @@ async fn onelink_10_3_a_batch_result_naming_another_card_is_never_attributed() {
     );
     sim.shutdown().await.unwrap();
 }
+
+#[test]
+fn onelink_7_3_a_blank_usage_reads_as_zero() {
+    let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
+    let gw = OneLink::new(
+        &account("http://127.0.0.1:9".into(), P.default_limits()),
+        &ctx,
+    )
+    .unwrap();
+    let month = NaiveDate::from_ymd_opt(2026, 4, 1).unwrap();
+    for blank in ["", " ", "  "] {
+        let item = serde_json::json!({ "dataAmount": blank });
+        let u = gw.usage_of("usage", &item, month).unwrap();
+        assert_eq!(u.month_total_mb, rust_decimal::Decimal::ZERO, "{blank:?}");
+        assert_eq!(u.month, month);
+    }
+    // Absent is still a missing field, and a figure still a figure.
+    assert!(matches!(
+        gw.usage_of("usage", &serde_json::json!({}), month),
+        Err(GatewayError::Unintelligible { .. })
+    ));
+    let u = gw
+        .usage_of("usage", &serde_json::json!({ "dataAmount": "2048" }), month)
+        .unwrap();
+    assert_eq!(u.month_total_mb, rust_decimal::Decimal::from(2));
+}
+
+#[tokio::test]
+async fn onelink_5_4_a_ttl_of_0_is_accepted_and_the_token_never_kept() {
+    let (sim, gw) = sim_and_adapter(P.default_limits()).await;
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            token_ttl_secs: Some(0),
+            ..SimAccountPatch::default()
+        },
+    );
+    let (_, lifetime) = gw.fetch_token().await.expect("ttl 0 is a lifetime");
+    assert_eq!(lifetime, std::time::Duration::ZERO);
+    let a = gw.tokens.get(|| gw.fetch_token()).await.unwrap();
+    let b = gw.tokens.get(|| gw.fetch_token()).await.unwrap();
+    assert_ne!(a, b, "fetched again for the next request");
+    sim.shutdown().await.unwrap();
+}
+
+#[test]
+fn onelink_11_the_assumed_batch_queries_are_off_by_default() {
+    let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
+    let off = OneLink::new(
+        &account("http://127.0.0.1:9".into(), P.default_limits()),
+        &ctx,
+    )
+    .unwrap();
+    assert!(!off.any_assumed_on());
+    assert_eq!(off.batch_size(CarrierId(7)), 1);
+    let limits = CarrierLimits {
+        assumed_calls: domain::AssumedCalls::NONE.with(domain::AssumedCall::UsageBatch),
+        ..P.default_limits()
+    };
+    let on = OneLink::new(&account("http://127.0.0.1:9".into(), limits), &ctx).unwrap();
+    assert!(on.assumed_on(&super::batch::USAGE_BATCH));
+    assert!(!on.assumed_on(&super::batch::REALNAME_BATCH));
+    assert_eq!(on.batch_size(CarrierId(7)), 100);
+}
