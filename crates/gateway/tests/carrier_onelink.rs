@@ -11,8 +11,8 @@ use chrono::Months;
 use common::carriers::*;
 use common::sim;
 use domain::{
-    AssumedCall, AssumedCalls, CarrierAccount, CarrierId, CarrierLimits, CarrierPackage,
-    CarrierProtocol, Credentials, NetworkStatus, PackageStatus, RealNameStatus,
+    AssumedCalls, CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol,
+    Credentials, NetworkStatus, PackageStatus, RealNameStatus,
 };
 use gateway::{AnswerFault, BatchingGateway, CallKind, CarrierGateway, GatewayError};
 use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardSpec, SimHandle};
