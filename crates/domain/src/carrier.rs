@@ -392,4 +392,30 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", p.as_str()));
         }
     }
+
+    #[test]
+    fn assumed_calls_are_a_list_of_names_and_none_by_default() {
+        let limits = CarrierProtocol::OneLink.default_limits();
+        assert!(limits.assumed_calls.is_empty());
+        let json = serde_json::to_value(limits).unwrap();
+        assert!(json.get("assumed_calls").is_none(), "{json}");
+        let back: CarrierLimits = serde_json::from_value(json).unwrap();
+        assert_eq!(back, limits);
+
+        let on = AssumedCalls::NONE
+            .with(AssumedCall::NetworkStatusBatch)
+            .with(AssumedCall::UsageBatch);
+        let json = serde_json::to_value(on).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!(["usage_batch", "network_status_batch"])
+        );
+        assert_eq!(serde_json::from_value::<AssumedCalls>(json).unwrap(), on);
+        assert!(serde_json::from_value::<AssumedCalls>(serde_json::json!(["sms_batch"])).is_err());
+        assert_eq!(AssumedCalls::all().iter().count(), 3);
+        assert!(
+            !on.without(AssumedCall::UsageBatch)
+                .contains(AssumedCall::UsageBatch)
+        );
+    }
 }
