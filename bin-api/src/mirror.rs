@@ -104,6 +104,8 @@ unchanged!(
     domain::UsageHour,
     domain::CarrierProtocol,
     domain::CarrierLimits,
+    domain::AssumedCall,
+    domain::AssumedCalls,
     domain::CarrierHealth,
 );
 

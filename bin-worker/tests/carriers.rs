@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use domain::{CarrierAccountInput, CarrierId, CarrierProtocol, Credentials};
+use domain::{CarrierAccountInput, CarrierId, CarrierLimits, CarrierProtocol, Credentials};
 use gateway_sim::SimAccount;
 use std::process::Stdio;
 use std::time::Duration;
@@ -13,15 +13,28 @@ use tokio::process::Command;
 
 const WRONG_PASSWORD: &str = "S3cr3t-Wrong-OneLink-PW";
 
+/// Carrier 1 on the simulated OneLink. Its batch queries are assumed calls
+/// (`docs/carriers/onelink.md`), off by default at both ends: turned on here, so that the
+/// node's budget figures count 100 cards a call.
 fn onelink(w: &World, credentials: Credentials) -> CarrierAccountInput {
     let p = CarrierProtocol::OneLink;
+    w.sim.state().set_account(
+        p,
+        gateway_sim::SimAccountPatch {
+            assumed_calls: Some(true),
+            ..Default::default()
+        },
+    );
     CarrierAccountInput {
         carrier_id: CarrierId(1),
         name: "China Mobile (simulated)".to_owned(),
         protocol: p,
         base_url: w.sim.url_of(p),
         credentials: Some(credentials),
-        limits: p.default_limits(),
+        limits: CarrierLimits {
+            assumed_calls: domain::AssumedCalls::all(),
+            ..p.default_limits()
+        },
         enabled: true,
     }
 }

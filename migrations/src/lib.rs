@@ -35,6 +35,7 @@ const MIGRATIONS: &[SqlMigration] = &[
     sql_migration!("0009_carrier_sync"),
     sql_migration!("0010_carrier_round_ratio"),
     sql_migration!("0011_trace_ids"),
+    sql_migration!("0012_carrier_assumed_calls"),
 ];
 
 /// The migrator both binaries and the test harness run.

@@ -28,6 +28,12 @@ macro_rules! with_limits {
                 #[serde(default)]
                 #[schema(minimum = 100, maximum = 120000)]
                 timeout_ms: Option<u32>,
+                /// The *assumed* calls (no public source shows them) the adapter may make:
+                /// `realname_batch`, `usage_batch`, `network_status_batch`; the protocol's page
+                /// in `docs/carriers/` says which it has. Absent: none, documented calls only.
+                #[serde(default)]
+                #[schema(value_type = Option<Vec<domain::AssumedCall>>)]
+                assumed_calls: Option<domain::AssumedCalls>,
                 #[serde(default = "super::yes")]
                 enabled: bool,
             }

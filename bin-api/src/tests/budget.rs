@@ -9,7 +9,9 @@ async fn seed(w: &World) {
     for body in [
         json!({"carrier_id": 1, "name": "China Mobile", "protocol": "onelink",
             "base_url": "http://127.0.0.1:9", "credentials": {"appid": "a", "password": "p"},
-            "rate_limit_per_sec": 4, "batch_size": 50}),
+            "rate_limit_per_sec": 4, "batch_size": 50,
+            // The batch queries are assumed calls: turned on, so OneLink batches 50 a call.
+            "assumed_calls": ["realname_batch", "usage_batch", "network_status_batch"]}),
         json!({"carrier_id": 2, "name": "China Unicom", "protocol": "control-center",
             "base_url": "http://127.0.0.1:9", "credentials": {"username": "u", "api_key": "k"},
             "rate_limit_per_sec": 5}),

@@ -10,9 +10,10 @@ use admin::budget::{BudgetService, BudgetStores, CallReporter, USED_WINDOW_MINUT
 use admin::webhook::WebhookSettings;
 use common::World;
 use domain::{
-    AlertMetric, AlertOperator, AlertRuleInput, BudgetReport, CardCondition, CarrierAccountInput,
-    CarrierBudget, CarrierHealth, CarrierHealthState, CarrierId, CarrierLimits, CarrierProtocol,
-    Clock as _, Credentials, Intervals, PollingConfigInput, TaskType,
+    AlertMetric, AlertOperator, AlertRuleInput, AssumedCalls, BudgetReport, CardCondition,
+    CarrierAccountInput, CarrierBudget, CarrierHealth, CarrierHealthState, CarrierId,
+    CarrierLimits, CarrierProtocol, Clock as _, Credentials, Intervals, PollingConfigInput,
+    TaskType,
 };
 use rust_decimal_macros::dec;
 
@@ -32,6 +33,12 @@ fn account(id: i64, protocol: CarrierProtocol, rate: u32, batch: u32) -> Carrier
             max_concurrent: 5,
             batch_size: batch,
             timeout_ms: 2_000,
+            // OneLink's batch queries are assumed calls: turned on, so it batches 50 a call.
+            assumed_calls: if protocol == CarrierProtocol::OneLink {
+                AssumedCalls::all()
+            } else {
+                AssumedCalls::NONE
+            },
         },
         enabled: true,
     }

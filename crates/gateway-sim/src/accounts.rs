@@ -19,7 +19,8 @@ pub struct SimAccount {
     /// The credential fields the platform accepts, by the names of
     /// `CarrierProtocol::credential_fields`.
     pub credentials: BTreeMap<String, String>,
-    /// Lifetime of an issued token (OneLink token, 1NCE access token, emnify JWT).
+    /// Lifetime of an issued token (OneLink token, 1NCE access token, emnify JWT). 0: less
+    /// than a second left (the token is valid for 900 ms and its answer says 0 seconds).
     pub token_ttl_secs: u64,
     /// Requests a wall-clock second the platform answers; beyond, its throttling answer. 0 = none.
     pub rate_limit_per_sec: u64,
@@ -31,6 +32,11 @@ pub struct SimAccount {
     pub page_size_max: usize,
     /// A second status change of one card within this many seconds is refused (OneLink). 0 = none.
     pub change_lock_secs: u64,
+    /// Whether the platform serves the calls its page marks *assumed* (no public source shows
+    /// them: OneLink's `query/.../batch` queries). Off by default: they answer HTTP 404, as a
+    /// platform without them would. Turn on to test the adapter's opt-in path.
+    #[serde(default)]
+    pub assumed_calls: bool,
 }
 
 impl SimAccount {
@@ -75,6 +81,7 @@ impl SimAccount {
             } else {
                 0
             },
+            assumed_calls: false,
         }
     }
 }
@@ -90,7 +97,11 @@ pub struct SimAccountPatch {
     pub batch_limit: Option<usize>,
     pub page_size_max: Option<usize>,
     pub change_lock_secs: Option<u64>,
+    pub assumed_calls: Option<bool>,
 }
+
+/// How long a token issued with `token_ttl_secs` 0 (answered as 0 seconds) is valid.
+const ZERO_TTL_LIFETIME: Duration = Duration::from_millis(900);
 
 /// What the platform makes of a presented token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +207,9 @@ impl Accounts {
             if let Some(v) = patch.change_lock_secs {
                 a.change_lock_secs = v;
             }
+            if let Some(v) = patch.assumed_calls {
+                a.assumed_calls = v;
+            }
             a.clone()
         })
     }
@@ -222,9 +236,14 @@ impl Accounts {
         );
         self.with(p, |s| {
             let ttl = Duration::from_secs(s.account.token_ttl_secs);
+            let lives = if ttl.is_zero() {
+                ZERO_TTL_LIFETIME
+            } else {
+                ttl
+            };
             let now = Instant::now();
             s.tokens.retain(|_, exp| *exp > now);
-            s.tokens.insert(token.clone(), now + ttl);
+            s.tokens.insert(token.clone(), now + lives);
             (token, ttl)
         })
     }

@@ -11,11 +11,12 @@ use chrono::Months;
 use common::carriers::*;
 use common::sim;
 use domain::{
-    CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol, Credentials,
-    NetworkStatus, PackageStatus, RealNameStatus,
+    AssumedCalls, CarrierAccount, CarrierId, CarrierLimits, CarrierPackage, CarrierProtocol,
+    Credentials, NetworkStatus, PackageStatus, RealNameStatus,
 };
-use gateway::{AnswerFault, CallKind, CarrierGateway, GatewayError};
+use gateway::{AnswerFault, BatchingGateway, CallKind, CarrierGateway, GatewayError};
 use gateway_sim::{Malformed, ScriptStep, SimAccountPatch, SimCardSpec, SimHandle};
+use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use std::sync::Arc;
 
@@ -45,6 +46,45 @@ fn onelink(sim: &SimHandle) -> Arc<dyn CarrierGateway> {
 /// The simulator with `cards`, and the adapter of its account.
 async fn setup(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
     with_cards_and(cards, onelink).await
+}
+
+/// `limits` with the three assumed batch queries turned on.
+fn assumed(limits: CarrierLimits) -> CarrierLimits {
+    CarrierLimits {
+        assumed_calls: AssumedCalls::all(),
+        ..limits
+    }
+}
+
+/// The simulator serves the assumed batch paths (by default it answers them 404).
+fn serve_assumed(sim: &SimHandle) {
+    set_account(
+        sim,
+        SimAccountPatch {
+            assumed_calls: Some(true),
+            ..SimAccountPatch::default()
+        },
+    );
+}
+
+/// The simulator with `cards`, serving the assumed batch paths, and the adapter of its account
+/// with them turned on.
+async fn setup_assumed(cards: Vec<SimCardSpec>) -> (SimHandle, Arc<dyn CarrierGateway>) {
+    with_cards_and(cards, |sim| {
+        serve_assumed(sim);
+        adapter_with(sim, default_credentials(P), assumed(P.default_limits()))
+    })
+    .await
+}
+
+/// Requests the simulator answered "not found" (an unknown card, or a path it does not have).
+fn not_found(sim: &SimHandle) -> u64 {
+    sim.state()
+        .stats()
+        .by_outcome
+        .get("not_found")
+        .copied()
+        .unwrap_or(0)
 }
 
 /// A stand-in platform serving `app` on port 0, and the adapter of the simulator's account
@@ -403,8 +443,8 @@ async fn onelink_10_2_a_second_change_within_the_lock_is_change_locked_and_not_r
 // ---------------------------------------------------------------- 11 batch queries
 
 #[tokio::test]
-async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
-    let (sim, gw) = setup(vec![
+async fn onelink_11_1_assumed_batch_queries_answer_in_the_input_order() {
+    let (sim, gw) = setup_assumed(vec![
         SimCardSpec {
             real_name_status: RealNameStatus::NotVerified,
             ..card("898600J1", dec!(2.5))
@@ -458,7 +498,7 @@ async fn onelink_11_1_batch_queries_answer_in_the_input_order() {
 
 #[tokio::test]
 async fn onelink_11_2_a_card_dropped_from_a_batch_answer_is_missing() {
-    let (sim, gw) = setup(vec![
+    let (sim, gw) = setup_assumed(vec![
         card("898600K1", dec!(1)),
         card("898600K2", dec!(2)),
         card("898600K3", dec!(3)),
@@ -481,7 +521,7 @@ async fn onelink_11_2_a_card_dropped_from_a_batch_answer_is_missing() {
 
 #[tokio::test]
 async fn onelink_11_2_a_batch_item_naming_another_card_is_never_attributed() {
-    let (sim, gw) = setup(vec![
+    let (sim, gw) = setup_assumed(vec![
         SimCardSpec {
             real_name_status: RealNameStatus::NotVerified,
             ..SimCardSpec::new("898600L1")
@@ -511,12 +551,12 @@ async fn onelink_11_2_a_batch_item_naming_another_card_is_never_attributed() {
 #[tokio::test]
 async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the_platform_limit() {
     let cards = ["898600M1", "898600M2", "898600M3", "898600M4", "898600M5"];
-    let (sim, _) = setup(cards.iter().map(|c| SimCardSpec::new(*c)).collect()).await;
+    let (sim, _) = setup_assumed(cards.iter().map(|c| SimCardSpec::new(*c)).collect()).await;
 
     // Our batch size 2: five cards in three requests.
     let limits = CarrierLimits {
         batch_size: 2,
-        ..P.default_limits()
+        ..assumed(P.default_limits())
     };
     let gw = adapter_with(&sim, default_credentials(P), limits);
     assert_eq!(gw.batch_size(C), 2);
@@ -532,7 +572,7 @@ async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the
             ..SimAccountPatch::default()
         },
     );
-    let e = onelink(&sim)
+    let e = adapter_with(&sim, default_credentials(P), assumed(P.default_limits()))
         .usage_batch(C, &iccids(&cards[..3]))
         .await
         .unwrap_err();
@@ -544,11 +584,256 @@ async fn onelink_11_3_batches_are_split_at_the_batch_size_and_refused_beyond_the
     // Our batch size never exceeds the platform's documented 100.
     let big = CarrierLimits {
         batch_size: 500,
-        ..P.default_limits()
+        ..assumed(P.default_limits())
     };
     assert_eq!(
         adapter_with(&sim, default_credentials(P), big).batch_size(C),
         100
+    );
+    sim.shutdown().await.unwrap();
+}
+
+/// Twenty cards: usage `n` MB (card 0 none this month: a blank figure), real-name verified but
+/// every third, online but every fourth.
+fn twenty_cards() -> (Vec<String>, Vec<SimCardSpec>) {
+    let iccids: Vec<String> = (0..20).map(|n| format!("898600D{n:02}")).collect();
+    let specs = iccids
+        .iter()
+        .enumerate()
+        .map(|(n, iccid)| SimCardSpec {
+            real_name_status: if n % 3 == 0 {
+                RealNameStatus::NotVerified
+            } else {
+                RealNameStatus::Verified
+            },
+            network_status: if n % 4 == 0 {
+                NetworkStatus::Stopped
+            } else {
+                NetworkStatus::Online
+            },
+            ..card(iccid, Decimal::from(n))
+        })
+        .collect();
+    (iccids, specs)
+}
+
+/// Every card of [`twenty_cards`] got its own figures.
+fn assert_twenty(
+    usage: &[Result<domain::MonthUsage, GatewayError>],
+    realname: &[Result<RealNameStatus, GatewayError>],
+    status: &[Result<NetworkStatus, GatewayError>],
+) {
+    assert_eq!((usage.len(), realname.len(), status.len()), (20, 20, 20));
+    for n in 0..20 {
+        let u = usage[n].as_ref().expect("usage of every card");
+        assert_eq!(u.month_total_mb, Decimal::from(n), "card {n}");
+        assert_eq!(u.month, this_month());
+        let r = if n % 3 == 0 {
+            RealNameStatus::NotVerified
+        } else {
+            RealNameStatus::Verified
+        };
+        assert_eq!(realname[n], Ok(r), "card {n}");
+        let s = if n % 4 == 0 {
+            NetworkStatus::Stopped
+        } else {
+            NetworkStatus::Online
+        };
+        assert_eq!(status[n], Ok(s), "card {n}");
+    }
+}
+
+#[tokio::test]
+async fn onelink_2_default_settings_poll_twenty_cards_with_the_documented_calls_only() {
+    let (cards, specs) = twenty_cards();
+    let (sim, gw) = setup(specs).await;
+    assert!(
+        !sim.state().account(P).assumed_calls,
+        "the simulator refuses the assumed paths"
+    );
+    assert_eq!(gw.batch_size(C), 1, "no assumed batch query: no lane");
+
+    // The batch calls of the trait, as a caller makes them: each card asked singly.
+    let usage = gw.usage_batch(C, &cards).await.unwrap();
+    let realname = gw.realname_batch(C, &cards).await.unwrap();
+    let status = gw.network_status_batch(C, &cards).await.unwrap();
+    assert_twenty(&usage, &realname, &status);
+    assert_eq!(
+        requests(&sim, CallKind::Usage),
+        20,
+        "one single call a card"
+    );
+
+    // The worker's wiring: concurrent polls through the batching dispatch.
+    let batching: Arc<dyn CarrierGateway> = Arc::new(BatchingGateway::new(
+        gw.clone(),
+        std::time::Duration::from_millis(20),
+    ));
+    let polls = cards.iter().map(|iccid| {
+        let gw = batching.clone();
+        async move {
+            (
+                gw.usage(C, iccid).await,
+                gw.realname(C, iccid).await,
+                gw.network_status(C, iccid).await,
+            )
+        }
+    });
+    let got = futures::future::join_all(polls).await;
+    let usage: Vec<_> = got.iter().map(|g| g.0.clone()).collect();
+    let realname: Vec<_> = got.iter().map(|g| g.1.clone()).collect();
+    let status: Vec<_> = got.iter().map(|g| g.2.clone()).collect();
+    assert_twenty(&usage, &realname, &status);
+    assert_eq!(
+        not_found(&sim),
+        0,
+        "no request to a path the platform lacks"
+    );
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_11_4_an_assumed_query_the_platform_lacks_is_turned_off_at_its_first_refusal() {
+    let (cards, specs) = twenty_cards();
+    // Turned on for the carrier; the platform (the simulator's default) has no such path.
+    let (sim, gw) = with_cards_and(specs, |sim| {
+        adapter_with(sim, default_credentials(P), assumed(P.default_limits()))
+    })
+    .await;
+    assert_eq!(gw.batch_size(C), 100);
+
+    let usage = gw.usage_batch(C, &cards).await.unwrap();
+    assert_eq!(not_found(&sim), 1, "one refusal of the batch path");
+    assert_eq!(gw.batch_size(C), 100, "the other two are still on");
+    let realname = gw.realname_batch(C, &cards).await.unwrap();
+    let status = gw.network_status_batch(C, &cards).await.unwrap();
+    assert_twenty(&usage, &realname, &status);
+    assert_eq!(not_found(&sim), 3, "one refusal each");
+    assert_eq!(gw.batch_size(C), 1, "all three off: no lane");
+
+    // Turned off for good: the next polls go straight to the single calls.
+    let again = gw.usage_batch(C, &cards).await.unwrap();
+    assert!(again.iter().all(Result::is_ok), "{again:?}");
+    assert_eq!(not_found(&sim), 3, "never asked again");
+    // 1 refusal + 20 single calls + 20 single calls.
+    assert_eq!(requests(&sim, CallKind::Usage), 41);
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn onelink_11_4_an_http_405_is_a_missing_interface_too() {
+    let app = Router::new()
+        .route(
+            "/get/token",
+            get(|| async {
+                axum::Json(serde_json::json!({
+                    "status": "0", "message": "正确",
+                    "result": [{ "token": "t-405", "ttl": "3600" }],
+                }))
+            }),
+        )
+        .route(
+            "/query/sim-data-usage/batch",
+            get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+        )
+        .route(
+            "/query/sim-data-usage",
+            get(|| async {
+                axum::Json(serde_json::json!({
+                    "status": "0", "message": "正确",
+                    "result": [{ "dataAmount": "2048" }],
+                }))
+            }),
+        );
+    let sim = sim().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let account = CarrierAccount {
+        base_url: format!("http://{addr}"),
+        ..onelink_account(&sim, default_credentials(P), assumed(P.default_limits()))
+    };
+    let gw = adapter(&account, &ctx());
+    let got = gw
+        .usage_batch(C, &iccids(&["898600X1", "898600X2"]))
+        .await
+        .unwrap();
+    for u in got {
+        assert_eq!(u.unwrap().month_total_mb, dec!(2));
+    }
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 7.3 blank usage
+
+#[tokio::test]
+async fn onelink_7_3_a_blank_usage_is_zero_this_month() {
+    // The simulator answers a card without usage this month with `dataAmount` "".
+    let (sim, gw) = setup(vec![SimCardSpec::new("898600B1")]).await;
+    let u = gw.usage(C, "898600B1").await.expect("a blank is no usage");
+    assert_eq!(u.month_total_mb, dec!(0));
+    assert_eq!(u.month, this_month());
+    assert_eq!(
+        gw.usage_batch(C, &iccids(&["898600B1"])).await.unwrap()[0]
+            .as_ref()
+            .map(|u| u.month_total_mb),
+        Ok(dec!(0))
+    );
+
+    // A blank of spaces, from a stand-in platform.
+    let app = Router::new()
+        .route(
+            "/get/token",
+            get(|| async {
+                axum::Json(serde_json::json!({
+                    "status": "0", "message": "正确",
+                    "result": [{ "token": "t-blank", "ttl": "3600" }],
+                }))
+            }),
+        )
+        .route(
+            "/query/sim-data-usage",
+            get(|| async {
+                axum::Json(serde_json::json!({
+                    "status": "0", "message": "正确",
+                    "result": [{ "dataAmount": " ", "apnUseAmountList": [] }],
+                }))
+            }),
+        );
+    let blank = stand_in(&sim, app).await;
+    let u = blank
+        .usage(C, "898600B2")
+        .await
+        .expect("spaces are a blank");
+    assert_eq!(u.month_total_mb, dec!(0));
+    sim.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------- 5.4 ttl 0
+
+#[tokio::test]
+async fn onelink_5_4_a_token_with_ttl_0_serves_its_request_and_is_fetched_again() {
+    let (sim, gw) = setup(vec![card("898600T1", dec!(3))]).await;
+    set_account(
+        &sim,
+        SimAccountPatch {
+            token_ttl_secs: Some(0),
+            ..SimAccountPatch::default()
+        },
+    );
+    for _ in 0..3 {
+        let u = gw
+            .usage(C, "898600T1")
+            .await
+            .expect("a ttl of 0 is accepted");
+        assert_eq!(u.month_total_mb, dec!(3));
+    }
+    // Token requests count as `realname`: one fresh token per request, none refused.
+    assert_eq!(requests(&sim, CallKind::Realname), 3, "never kept");
+    assert_eq!(
+        requests(&sim, CallKind::Usage),
+        3,
+        "no request refused for its token"
     );
     sim.shutdown().await.unwrap();
 }

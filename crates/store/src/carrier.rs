@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::store::{CarrierStore, Page, Paged, StoreResult};
 use domain::{
-    CarrierAccount, CarrierAccountInput, CarrierId, CarrierLimits, CarrierProtocol, Credentials,
-    StoreError,
+    AssumedCall, CarrierAccount, CarrierAccountInput, CarrierId, CarrierLimits, CarrierProtocol,
+    Credentials, StoreError,
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, QueryOrder, Value};
 
@@ -30,8 +30,8 @@ impl PgCarrierStore {
 
 const INSERT: &str = r#"
 INSERT INTO tb_carrier (carrier_id, name, protocol, base_url, credentials, rate_limit_per_sec,
-                        max_concurrent, batch_size, timeout_ms, enabled)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                        max_concurrent, batch_size, timeout_ms, enabled, assumed_calls)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING *
 "#;
 
@@ -40,7 +40,7 @@ const UPDATE: &str = r#"
 UPDATE tb_carrier
 SET name = $2, protocol = $3, base_url = $4, credentials = COALESCE($5, credentials),
     rate_limit_per_sec = $6, max_concurrent = $7, batch_size = $8, timeout_ms = $9,
-    enabled = $10, updated_at = now()
+    enabled = $10, assumed_calls = $11, updated_at = now()
 WHERE carrier_id = $1
 RETURNING *
 "#;
@@ -57,7 +57,7 @@ fn int(v: u32) -> Value {
     i32::try_from(v).unwrap_or(i32::MAX).into()
 }
 
-/// The ten values of [`INSERT`] / [`UPDATE`], in order.
+/// The eleven values of [`INSERT`] / [`UPDATE`], in order.
 fn values(input: &CarrierAccountInput) -> Vec<Value> {
     let credentials: Value = match &input.credentials {
         Some(c) => c.to_stored_json().into(),
@@ -74,6 +74,7 @@ fn values(input: &CarrierAccountInput) -> Vec<Value> {
         int(input.limits.batch_size),
         int(input.limits.timeout_ms),
         input.enabled.into(),
+        input.limits.assumed_calls.names().into(),
     ]
 }
 
@@ -107,6 +108,17 @@ fn account(m: carrier::Model) -> StoreResult<CarrierAccount> {
             max_concurrent: limit(id, "max_concurrent", m.max_concurrent)?,
             batch_size: limit(id, "batch_size", m.batch_size)?,
             timeout_ms: limit(id, "timeout_ms", m.timeout_ms)?,
+            assumed_calls: m
+                .assumed_calls
+                .iter()
+                .map(|name| name.parse::<AssumedCall>())
+                .collect::<Result<_, _>>()
+                .map_err(|()| {
+                    bad_column(
+                        "assumed_calls",
+                        format_args!("an unknown call in carrier {id}"),
+                    )
+                })?,
         },
         enabled: m.enabled,
         created_at: m.created_at,

@@ -6,8 +6,8 @@ use crate::AdminError;
 use crate::error::FieldError;
 use chrono::{DateTime, Utc};
 use domain::{
-    CarrierAccount, CarrierAccountInput, CarrierHealth, CarrierId, CarrierLimits, CarrierProtocol,
-    Credentials,
+    AssumedCalls, CarrierAccount, CarrierAccountInput, CarrierHealth, CarrierId, CarrierLimits,
+    CarrierProtocol, Credentials,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,6 +22,7 @@ pub(crate) struct LimitsBody {
     max_concurrent: Option<u32>,
     batch_size: Option<u32>,
     timeout_ms: Option<u32>,
+    assumed_calls: Option<AssumedCalls>,
 }
 
 impl LimitsBody {
@@ -32,6 +33,7 @@ impl LimitsBody {
             max_concurrent: self.max_concurrent.unwrap_or(d.max_concurrent),
             batch_size: self.batch_size.unwrap_or(d.batch_size),
             timeout_ms: self.timeout_ms.unwrap_or(d.timeout_ms),
+            assumed_calls: self.assumed_calls.unwrap_or(d.assumed_calls),
         }
     }
 }
@@ -60,6 +62,11 @@ macro_rules! with_limits {
             /// Bound of one HTTP request in milliseconds. Absent: the protocol's default.
             #[serde(default)]
             pub timeout_ms: Option<u32>,
+            /// The *assumed* calls (no public source shows them) the adapter may make:
+            /// `realname_batch`, `usage_batch`, `network_status_batch`; the protocol's page in
+            /// `docs/carriers/` says which it has. Absent: none, documented calls only.
+            #[serde(default)]
+            pub assumed_calls: Option<AssumedCalls>,
             #[serde(default = "yes")]
             pub enabled: bool,
         }
@@ -71,6 +78,7 @@ macro_rules! with_limits {
                     max_concurrent: self.max_concurrent,
                     batch_size: self.batch_size,
                     timeout_ms: self.timeout_ms,
+                    assumed_calls: self.assumed_calls,
                 }
             }
         }

@@ -91,10 +91,14 @@ impl TokenCache {
             }
         };
         *self.refused.lock().await = None;
-        let early = RENEW_BEFORE.min(lifetime / 5);
-        *current = Some(Cached {
-            value: value.clone(),
-            renew_at: Instant::now() + lifetime.saturating_sub(early),
+        // A token issued with no time left (a `ttl` of 0) serves the request that fetched it
+        // and is never kept: the next request fetches again.
+        *current = (!lifetime.is_zero()).then(|| {
+            let early = RENEW_BEFORE.min(lifetime / 5);
+            Cached {
+                value: value.clone(),
+                renew_at: Instant::now() + lifetime.saturating_sub(early),
+            }
         });
         Ok(value)
     }
@@ -220,6 +224,15 @@ mod tests {
         let _ = other.get(|| timeouts.fetch()).await;
         let _ = other.get(|| timeouts.fetch()).await;
         assert_eq!(timeouts.count(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_token_with_no_time_left_serves_once_and_is_never_kept() {
+        let cache = TokenCache::default();
+        let tokens = Fetches::new(|n| Ok((format!("t{n}"), Duration::ZERO)));
+        assert_eq!(cache.get(|| tokens.fetch()).await.unwrap(), "t0");
+        assert_eq!(cache.get(|| tokens.fetch()).await.unwrap(), "t1");
+        assert_eq!(tokens.count(), 2);
     }
 
     #[tokio::test]

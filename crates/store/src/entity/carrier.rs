@@ -21,6 +21,8 @@ pub struct Model {
     pub max_concurrent: i32,
     pub batch_size: i32,
     pub timeout_ms: i32,
+    /// `domain::AssumedCall` names (`usage_batch`, ...).
+    pub assumed_calls: Vec<String>,
     pub enabled: bool,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

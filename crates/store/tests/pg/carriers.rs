@@ -1,6 +1,9 @@
 use crate::common::setup;
 use domain::store::Page;
-use domain::{CarrierAccountInput, CarrierId, CarrierProtocol, Credentials, Secret, StoreError};
+use domain::{
+    AssumedCall, AssumedCalls, CarrierAccountInput, CarrierId, CarrierProtocol, Credentials,
+    Secret, StoreError,
+};
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 const PASSWORD: &str = "S3cr3t-store-PW";
@@ -55,10 +58,13 @@ async fn carriers_round_trip() -> anyhow::Result<()> {
     change.name = "renamed".to_owned();
     change.credentials = None;
     change.limits.batch_size = 7;
+    change.limits.assumed_calls = AssumedCalls::NONE.with(AssumedCall::UsageBatch);
     change.enabled = false;
     let updated = s.carriers.update(&change).await?;
     assert_eq!(updated.name, "renamed");
     assert_eq!(updated.limits.batch_size, 7);
+    assert_eq!(updated.limits.assumed_calls, change.limits.assumed_calls);
+    assert!(a.limits.assumed_calls.is_empty(), "none by default");
     assert!(!updated.enabled);
     assert_eq!(updated.credentials, a.credentials);
     assert_eq!(updated.created_at, a.created_at);

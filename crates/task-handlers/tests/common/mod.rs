@@ -165,6 +165,18 @@ impl World {
         let mut slot = None;
         let w = Self::build(|sim, clock| {
             let mut account = account_of(sim, protocol);
+            if protocol == CarrierProtocol::OneLink {
+                // OneLink's batch queries are assumed calls (`docs/carriers/onelink.md`): off
+                // by default at both ends. These tests are of batched dispatch: turned on.
+                account.limits.assumed_calls = domain::AssumedCalls::all();
+                sim.state().set_account(
+                    protocol,
+                    gateway_sim::SimAccountPatch {
+                        assumed_calls: Some(true),
+                        ..Default::default()
+                    },
+                );
+            }
             change(&mut account);
             let mut ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, clock);
             ctx.retry = RetryPolicy {

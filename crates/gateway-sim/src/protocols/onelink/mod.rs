@@ -13,7 +13,7 @@
 //! | --- | --- | --- |
 //! | `get/token` | CMIOT_API23000 token | realname (auth) |
 //! | `query/sim-real-name-status` | CMIOT_API23A10 real-name status | realname |
-//! | `query/sim-real-name-status/batch` | the same, `iccids=a_b_c` (assumed path) | realname |
+//! | `query/sim-real-name-status/batch` | the same, `iccids=a_b_c` (assumed path, see below) | realname |
 //! | `query/sim-data-usage` | CMIOT_API25U04 month-to-date usage (KB) | usage |
 //! | `query/sim-data-usage/batch` | the same, `iccids=a_b_c` (assumed path) | usage |
 //! | `query/sim-status` | CMIOT_API25S04 SIM status | realname (a card read) |
@@ -22,6 +22,10 @@
 //! | `change/sim-status` | CMIOT_API23S03 stop (`operType=0`) / resume (`1`) | stop, start |
 //! | `change/sim-status/batch` | CMIOT_API23S06 batch change (`9` stop, `11` resume), a job | stop, start |
 //! | `query/sim-batch-result` | CMIOT_API23M10 result of a batch job (`jobId`) | realname |
+//!
+//! The three `query/.../batch` paths are *assumed* (no public source shows them): they answer
+//! HTTP 404 unless the account serves assumed calls (`SimAccount::assumed_calls`, `PUT
+//! /sim/accounts/onelink {"assumed_calls": true}`).
 //!
 //! GET and POST are both accepted, parameters in the query string. The simulator knows cards by
 //! ICCID only (`msisdn`/`imsi` are refused as a parameter error).
@@ -45,8 +49,8 @@ use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use wire::{
-    Answer, batch, card_status, code, fail, kb, last_change_date, no_card, ok, realname_word,
-    single, status_word, undocumented,
+    Answer, batch, card_status, code, fail, kb, last_change_date, no_card, not_found, ok,
+    realname_word, single, status_word, undocumented,
 };
 
 const P: CarrierProtocol = CarrierProtocol::OneLink;
@@ -68,12 +72,12 @@ pub(super) fn routes() -> Router<SimState> {
         .route("/query/sim-real-name-status", answer!(one, &REALNAME))
         .route(
             "/query/sim-real-name-status/batch",
-            answer!(many, &REALNAME),
+            answer!(assumed, &REALNAME),
         )
         .route("/query/sim-data-usage", answer!(one, &USAGE))
-        .route("/query/sim-data-usage/batch", answer!(many, &USAGE))
+        .route("/query/sim-data-usage/batch", answer!(assumed, &USAGE))
         .route("/query/sim-status", answer!(one, &STATUS))
-        .route("/query/sim-status/batch", answer!(many, &STATUS))
+        .route("/query/sim-status/batch", answer!(assumed, &STATUS))
         .route("/query/sim-data-margin", answer!(one, &MARGIN))
         .route("/change/sim-status", answer!(change::change))
         .route("/change/sim-status/batch", answer!(change::change_batch))
@@ -145,10 +149,16 @@ const USAGE: Lookup = Lookup {
     undocumented: true,
     fields: |c| {
         let (_, total) = c.st.0.fleet.usage(c.iccid, c.month)?;
-        Some(if c.in_batch {
-            json!({ "dataAmount": kb(total) })
+        // No usage this month: a blank figure, as the public response models describe it.
+        let amount = if total.is_zero() {
+            String::new()
         } else {
-            json!({ "dataAmount": kb(total), "apnUseAmountList": [] })
+            kb(total)
+        };
+        Some(if c.in_batch {
+            json!({ "dataAmount": amount })
+        } else {
+            json!({ "dataAmount": amount, "apnUseAmountList": [] })
         })
     },
 };
@@ -218,6 +228,17 @@ async fn one(st: &SimState, q: &HashMap<String, String>, lookup: &Lookup) -> Ans
     };
     let fields = (lookup.fields)(&card).ok_or_else(no_card)?;
     Ok(single(fields, a.malformed))
+}
+
+/// A batch query no public source shows (`docs/carriers/onelink.md`, section 2, *assumed*):
+/// HTTP 404, as a platform without it answers, unless the account serves the assumed calls
+/// (`SimAccount::assumed_calls`). The refusal counts as a request of the lookup's kind.
+async fn assumed(st: &SimState, q: &HashMap<String, String>, lookup: &Lookup) -> Answer {
+    if !st.0.accounts.get(P).assumed_calls {
+        st.0.stats.arrived(lookup.kind, crate::wall_second());
+        return Err(not_found());
+    }
+    many(st, q, lookup).await
 }
 
 /// The batch query (`iccids=a_b_c`), in the order asked.

@@ -70,6 +70,14 @@ pub(super) fn no_card() -> Fail {
     fail(Outcome::NotFound, code::NO_CARD, NO_CARD_MESSAGE)
 }
 
+/// A path the platform does not have (an *assumed* call it does not serve): HTTP 404.
+pub(super) fn not_found() -> Fail {
+    Box::new((
+        Outcome::NotFound,
+        http_error(StatusCode::NOT_FOUND, "接口不存在"),
+    ))
+}
+
 /// A status code outside the documented table (`Malformed::UnknownStatus`).
 pub(super) fn undocumented() -> Fail {
     fail(Outcome::Error, code::UNDOCUMENTED, "未知错误")

@@ -52,7 +52,6 @@ impl OneLink {
                 let secs = amount_of(v)
                     .filter(|d| d.fract().is_zero())
                     .and_then(|d| d.to_u64())
-                    .filter(|s| *s > 0)
                     .ok_or_else(|| {
                         self.http
                             .fault(AnswerFault::BadValue, format!("token: `ttl` is {v}"))

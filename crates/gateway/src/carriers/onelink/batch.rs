@@ -1,12 +1,17 @@
-//! The batch calls: the queries on `.../batch` (`iccids=a_b_c`), and the batch status change, a
-//! job whose result is read with `query/sim-batch-result`.
+//! The batch calls: the queries on `.../batch` (`iccids=a_b_c`, *assumed*: off unless the
+//! carrier's `assumed_calls` turns them on, and served by the documented single-card calls
+//! otherwise), and the documented batch status change, a job whose result is read with
+//! `query/sim-batch-result`.
 
 use super::OneLink;
 use super::wire::{code, text};
 use crate::{AnswerFault, GatewayError};
-use domain::NetworkStatus;
+use domain::{AssumedCall, NetworkStatus};
+use futures::future::join_all;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::PoisonError;
 
 /// A batch status change the platform accepted: its job and what it asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +30,44 @@ pub(crate) enum BatchChangeState {
     /// after the change, or why it failed (a card the result does not name is
     /// [`GatewayError::MissingFromBatch`]).
     Done(Vec<Result<NetworkStatus, GatewayError>>),
+}
+
+/// A batch query no public source shows (`docs/carriers/onelink.md`, section 2): its
+/// capability in the carrier's `assumed_calls`, its call label and its path.
+pub(super) struct AssumedQuery {
+    pub(super) capability: AssumedCall,
+    pub(super) call: &'static str,
+    pub(super) path: &'static str,
+}
+
+pub(super) const REALNAME_BATCH: AssumedQuery = AssumedQuery {
+    capability: AssumedCall::RealnameBatch,
+    call: "realname",
+    path: "/query/sim-real-name-status/batch",
+};
+
+pub(super) const USAGE_BATCH: AssumedQuery = AssumedQuery {
+    capability: AssumedCall::UsageBatch,
+    call: "usage",
+    path: "/query/sim-data-usage/batch",
+};
+
+pub(super) const STATUS_BATCH: AssumedQuery = AssumedQuery {
+    capability: AssumedCall::NetworkStatusBatch,
+    call: "network_status",
+    path: "/query/sim-status/batch",
+};
+
+/// Whether the answer says the path does not exist: HTTP 404 or 405 (the platform's own
+/// refusals are HTTP 200 with a status code).
+fn interface_missing(e: &GatewayError) -> bool {
+    matches!(
+        e,
+        GatewayError::Carrier {
+            status: 404 | 405,
+            ..
+        }
+    )
 }
 
 /// How the items of a batch answer name their card.
@@ -113,33 +156,99 @@ impl OneLink {
             .collect()
     }
 
-    /// A batch query over `iccids` in requests of at most `batch_size` cards; results in the
-    /// input order. An item naming no card or a card not asked is ignored (counted as a fault);
-    /// a card no item names is `MissingFromBatch`. A failed request fails the whole call when it
-    /// is the first; a later one fails its own cards only.
-    pub(super) async fn batch<T, F>(
+    /// Whether the assumed batch query `q` is on for this carrier: the account allows it and the
+    /// platform has not answered it as missing since this adapter was built.
+    pub(super) fn assumed_on(&self, q: &AssumedQuery) -> bool {
+        self.assumed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(q.capability)
+    }
+
+    /// Whether any assumed batch query is still on.
+    pub(super) fn any_assumed_on(&self) -> bool {
+        !self
+            .assumed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// The platform answered `q`'s path as missing: turns `q` off for this carrier (in this
+    /// process, until the adapter is rebuilt). The first time only: one warning, one count of
+    /// `cmp_carrier_capability_off_total{carrier, call}`.
+    fn switch_off(&self, q: &AssumedQuery, e: &GatewayError) {
+        let was_on = {
+            let mut on = self.assumed.lock().unwrap_or_else(PoisonError::into_inner);
+            let was = on.contains(q.capability);
+            *on = on.without(q.capability);
+            was
+        };
+        if was_on {
+            tracing::warn!(
+                carrier = %self.carrier,
+                call = q.path,
+                error = %e,
+                "OneLink has no {}: the assumed call is turned off for this carrier, its cards \
+                 are asked with the documented single-card call",
+                q.path
+            );
+            metrics::counter!(
+                "cmp_carrier_capability_off_total",
+                "carrier" => self.carrier.to_string(),
+                "call" => q.path
+            )
+            .increment(1);
+        }
+    }
+
+    /// `q` over `iccids`, results in the input order, in chunks of at most `batch_size` cards.
+    ///
+    /// While the assumed batch query is on, a chunk is one request on its `.../batch` path (an
+    /// item naming no card or a card not asked is ignored and counted as a fault; a card no item
+    /// names is `MissingFromBatch`; a failed request fails the whole call when it is the first,
+    /// else its own cards only). When it is off, or the platform answers its path as missing
+    /// (HTTP 404 or 405: the switch goes off for good), each card of the chunk is asked with the
+    /// documented single-card call `single`, concurrently (the carrier's budget and permits
+    /// pace them), and gets its own outcome.
+    pub(super) async fn query_many<'a, T, F, S, Fut>(
         &self,
-        call: &'static str,
-        path: &str,
-        iccids: &[String],
+        q: &AssumedQuery,
+        iccids: &'a [String],
         parse: F,
+        single: S,
     ) -> Result<Vec<Result<T, GatewayError>>, GatewayError>
     where
         T: Clone,
         F: Fn(&Value) -> Result<T, GatewayError>,
+        S: Fn(&'a str) -> Fut,
+        Fut: Future<Output = Result<T, GatewayError>>,
     {
         let mut out = Vec::with_capacity(iccids.len());
         for (n, chunk) in iccids.chunks(self.batch_size).enumerate() {
-            let joined = chunk.join("_");
-            let items = match self.call(call, false, path, &[("iccids", &joined)]).await {
-                Ok(items) => items,
-                Err(e) if n == 0 => return Err(e),
-                Err(e) => {
-                    out.extend(chunk.iter().map(|_| Err(e.clone())));
-                    continue;
+            if self.assumed_on(q) {
+                let joined = chunk.join("_");
+                match self
+                    .call(q.call, false, q.path, &[("iccids", &joined)])
+                    .await
+                {
+                    Ok(items) => {
+                        out.extend(
+                            self.collate(q.call, chunk, &items, &BY_ICCID, |item, _, _| {
+                                parse(item)
+                            }),
+                        );
+                        continue;
+                    }
+                    Err(e) if interface_missing(&e) => self.switch_off(q, &e),
+                    Err(e) if n == 0 => return Err(e),
+                    Err(e) => {
+                        out.extend(chunk.iter().map(|_| Err(e.clone())));
+                        continue;
+                    }
                 }
-            };
-            out.extend(self.collate(call, chunk, &items, &BY_ICCID, |item, _, _| parse(item)));
+            }
+            out.extend(join_all(chunk.iter().map(|iccid| single(iccid.as_str()))).await);
         }
         Ok(out)
     }

@@ -17,8 +17,12 @@
 //!   change of one card within minutes: [`GatewayError::ChangeLocked`], never retried at once.
 //! - Network status: `query/sim-status` (`cardStatus`, both the OneLink-CT and OneLink-PB
 //!   tables).
-//! - Batches: the same queries on `.../batch` with `iccids=a_b_c`, and the batch status change
-//!   `change/sim-status/batch` (a job, read with `query/sim-batch-result`).
+//! - Batches: the documented batch status change `change/sim-status/batch` (a job, read with
+//!   `query/sim-batch-result`). The same queries on `.../batch` with `iccids=a_b_c` are
+//!   *assumed* (no public source shows them): made only when the carrier's
+//!   `limits.assumed_calls` names them, and turned off for good when the platform answers their
+//!   path as missing. Otherwise the batch queries ask each card with its single call, and
+//!   [`CarrierGateway::batch_size`] is 1 (no lane gathers cards for a call that does not exist).
 
 mod auth;
 mod batch;
@@ -32,14 +36,15 @@ use super::units::month_of;
 use super::{AdapterContext, credential};
 use crate::{AnswerFault, CarrierGateway, GatewayError};
 use async_trait::async_trait;
+use batch::{REALNAME_BATCH, STATUS_BATCH, USAGE_BATCH};
 use chrono::NaiveDate;
 use domain::{
-    CarrierAccount, CarrierId, CarrierPackage, Clock, MonthUsage, NetworkStatus, RealNameStatus,
-    Secret,
+    AssumedCalls, CarrierAccount, CarrierId, CarrierPackage, Clock, MonthUsage, NetworkStatus,
+    RealNameStatus, Secret,
 };
 use serde_json::Value;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use wire::{Reply, code};
 
 /// Most cards one batch request may name (the documented limit of the batch calls).
@@ -54,7 +59,11 @@ pub(crate) struct OneLink {
     password: Secret,
     tokens: TokenCache,
     clock: Arc<dyn Clock>,
+    carrier: CarrierId,
     batch_size: usize,
+    /// The assumed batch queries still on: the account's `assumed_calls`, less those the
+    /// platform answered as missing (in this process: every node finds out on its own).
+    assumed: Mutex<AssumedCalls>,
     /// The 8-digit sequence of `transid`, from a random start (several nodes share an appid).
     sequence: AtomicU32,
 }
@@ -65,6 +74,7 @@ impl std::fmt::Debug for OneLink {
         f.debug_struct("OneLink")
             .field("http", &self.http)
             .field("batch_size", &self.batch_size)
+            .field("assumed", &self.assumed)
             .finish_non_exhaustive()
     }
 }
@@ -81,7 +91,9 @@ impl OneLink {
             password: credential(account, "password")?,
             tokens: TokenCache::default(),
             clock: ctx.clock.clone(),
+            carrier: account.carrier_id,
             batch_size,
+            assumed: Mutex::new(account.limits.assumed_calls),
             sequence: AtomicU32::new(rand::random::<u32>() % 100_000_000),
         })
     }
@@ -295,8 +307,14 @@ impl CarrierGateway for OneLink {
         self.status_of(iccid).await
     }
 
+    /// The configured batch size while an assumed batch query is on; 1 when none is (the
+    /// queries then go card by card, and gathering cards for them would only delay them).
     fn batch_size(&self, _: CarrierId) -> usize {
-        self.batch_size
+        if self.any_assumed_on() {
+            self.batch_size
+        } else {
+            1
+        }
     }
 
     async fn realname_batch(
@@ -304,11 +322,16 @@ impl CarrierGateway for OneLink {
         _: CarrierId,
         iccids: &[String],
     ) -> Result<Vec<Result<RealNameStatus, GatewayError>>, GatewayError> {
-        self.batch(
-            "realname",
-            "/query/sim-real-name-status/batch",
+        self.query_many(
+            &REALNAME_BATCH,
             iccids,
             |item| self.realname_of("realname", item),
+            |iccid| async move {
+                let item = self
+                    .one("realname", "/query/sim-real-name-status", iccid)
+                    .await?;
+                self.realname_of("realname", &item)
+            },
         )
         .await
     }
@@ -319,9 +342,15 @@ impl CarrierGateway for OneLink {
         iccids: &[String],
     ) -> Result<Vec<Result<MonthUsage, GatewayError>>, GatewayError> {
         let month = self.month();
-        self.batch("usage", "/query/sim-data-usage/batch", iccids, |item| {
-            self.usage_of("usage", item, month)
-        })
+        self.query_many(
+            &USAGE_BATCH,
+            iccids,
+            |item| self.usage_of("usage", item, month),
+            |iccid| async move {
+                let item = self.one("usage", "/query/sim-data-usage", iccid).await?;
+                self.usage_of("usage", &item, month)
+            },
+        )
         .await
     }
 
@@ -330,11 +359,11 @@ impl CarrierGateway for OneLink {
         _: CarrierId,
         iccids: &[String],
     ) -> Result<Vec<Result<NetworkStatus, GatewayError>>, GatewayError> {
-        self.batch(
-            "network_status",
-            "/query/sim-status/batch",
+        self.query_many(
+            &STATUS_BATCH,
             iccids,
             |item| self.network_of("network_status", item),
+            |iccid| self.status_of(iccid),
         )
         .await
     }

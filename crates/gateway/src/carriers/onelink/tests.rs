@@ -218,3 +218,183 @@ async fn onelink_10_3_a_batch_result_naming_another_card_is_never_attributed() {
     );
     sim.shutdown().await.unwrap();
 }
+
+#[test]
+fn onelink_7_3_a_blank_usage_reads_as_zero() {
+    let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
+    let gw = OneLink::new(
+        &account("http://127.0.0.1:9".into(), P.default_limits()),
+        &ctx,
+    )
+    .unwrap();
+    let month = NaiveDate::from_ymd_opt(2026, 4, 1).unwrap();
+    for blank in ["", " ", "  "] {
+        let item = serde_json::json!({ "dataAmount": blank });
+        let u = gw.usage_of("usage", &item, month).unwrap();
+        assert_eq!(u.month_total_mb, rust_decimal::Decimal::ZERO, "{blank:?}");
+        assert_eq!(u.month, month);
+    }
+    // Absent is still a missing field, and a figure still a figure.
+    assert!(matches!(
+        gw.usage_of("usage", &serde_json::json!({}), month),
+        Err(GatewayError::Unintelligible { .. })
+    ));
+    let u = gw
+        .usage_of("usage", &serde_json::json!({ "dataAmount": "2048" }), month)
+        .unwrap();
+    assert_eq!(u.month_total_mb, rust_decimal::Decimal::from(2));
+}
+
+#[tokio::test]
+async fn onelink_5_4_a_ttl_of_0_is_accepted_and_the_token_never_kept() {
+    let (sim, gw) = sim_and_adapter(P.default_limits()).await;
+    sim.state().set_account(
+        P,
+        SimAccountPatch {
+            token_ttl_secs: Some(0),
+            ..SimAccountPatch::default()
+        },
+    );
+    let (_, lifetime) = gw.fetch_token().await.expect("ttl 0 is a lifetime");
+    assert_eq!(lifetime, std::time::Duration::ZERO);
+    let a = gw.tokens.get(|| gw.fetch_token()).await.unwrap();
+    let b = gw.tokens.get(|| gw.fetch_token()).await.unwrap();
+    assert_ne!(a, b, "fetched again for the next request");
+    sim.shutdown().await.unwrap();
+}
+
+#[test]
+fn onelink_11_the_assumed_batch_queries_are_off_by_default() {
+    let ctx = AdapterContext::new(chrono_tz::Asia::Shanghai, Arc::new(SystemClock));
+    let off = OneLink::new(
+        &account("http://127.0.0.1:9".into(), P.default_limits()),
+        &ctx,
+    )
+    .unwrap();
+    assert!(!off.any_assumed_on());
+    assert_eq!(off.batch_size(CarrierId(7)), 1);
+    let limits = CarrierLimits {
+        assumed_calls: domain::AssumedCalls::NONE.with(domain::AssumedCall::UsageBatch),
+        ..P.default_limits()
+    };
+    let on = OneLink::new(&account("http://127.0.0.1:9".into(), limits), &ctx).unwrap();
+    assert!(on.assumed_on(&super::batch::USAGE_BATCH));
+    assert!(!on.assumed_on(&super::batch::REALNAME_BATCH));
+    assert_eq!(on.batch_size(CarrierId(7)), 100);
+}
+
+/// Counts `cmp_carrier_capability_off_total` per label set; every other metric is dropped.
+#[derive(Default)]
+struct OffCounts(std::sync::Mutex<std::collections::HashMap<String, u64>>);
+
+struct OffCounter {
+    labels: String,
+    counts: &'static OffCounts,
+}
+
+impl metrics::CounterFn for OffCounter {
+    fn increment(&self, value: u64) {
+        let mut counts = self.counts.0.lock().unwrap();
+        *counts.entry(self.labels.clone()).or_default() += value;
+    }
+
+    fn absolute(&self, _: u64) {}
+}
+
+struct OffRecorder(&'static OffCounts);
+
+impl metrics::Recorder for OffRecorder {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        if key.name() != "cmp_carrier_capability_off_total" {
+            return metrics::Counter::noop();
+        }
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        metrics::Counter::from_arc(Arc::new(OffCounter {
+            labels: labels.join(","),
+            counts: self.0,
+        }))
+    }
+
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+#[tokio::test]
+async fn onelink_11_4_a_missing_interface_is_switched_off_and_counted_once() {
+    static COUNTS: std::sync::OnceLock<OffCounts> = std::sync::OnceLock::new();
+    let counts = COUNTS.get_or_init(OffCounts::default);
+    // The only recorder of this test binary (nextest runs each test in its own process).
+    let installed = metrics::set_global_recorder(OffRecorder(counts)).is_ok();
+
+    let limits = CarrierLimits {
+        assumed_calls: domain::AssumedCalls::all(),
+        ..P.default_limits()
+    };
+    let (sim, gw) = sim_and_adapter(limits).await;
+    let cards: Vec<String> = (0..5).map(|n| format!("898600W{n}")).collect();
+    sim.state()
+        .upsert_cards(cards.iter().map(SimCardSpec::new).collect())
+        .unwrap();
+    // Concurrent batch calls all meet the refusal; the switch goes off once.
+    let (a, b) = tokio::join!(
+        gw.usage_batch(CarrierId(7), &cards),
+        gw.usage_batch(CarrierId(7), &cards)
+    );
+    for got in [
+        a.unwrap(),
+        b.unwrap(),
+        gw.usage_batch(CarrierId(7), &cards).await.unwrap(),
+    ] {
+        assert_eq!(got.len(), 5);
+        assert!(got.iter().all(Result::is_ok), "{got:?}");
+    }
+    assert!(!gw.assumed_on(&super::batch::USAGE_BATCH));
+    assert!(
+        gw.assumed_on(&super::batch::REALNAME_BATCH),
+        "only the refused one"
+    );
+    if installed {
+        let counts = counts.0.lock().unwrap();
+        assert_eq!(
+            counts.get("carrier=7,call=/query/sim-data-usage/batch"),
+            Some(&1),
+            "{counts:?}"
+        );
+        assert_eq!(counts.len(), 1, "{counts:?}");
+    }
+    sim.shutdown().await.unwrap();
+}

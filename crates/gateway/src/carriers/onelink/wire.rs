@@ -232,9 +232,15 @@ impl OneLink {
         month: NaiveDate,
     ) -> Result<MonthUsage, GatewayError> {
         const FIELD: &str = "dataAmount";
-        let mb = self
-            .kb_field(call, item, FIELD)?
-            .ok_or_else(|| self.missing(call, FIELD))?;
+        // Blank (`""`, `" "`): no usage this month, or no plan ordered yet (the public response
+        // models say so): 0 MB. Absent or `null` is still a missing field.
+        let blank = matches!(item.get(FIELD), Some(Value::String(s)) if s.trim().is_empty());
+        let mb = if blank {
+            Megabytes::ZERO
+        } else {
+            self.kb_field(call, item, FIELD)?
+                .ok_or_else(|| self.missing(call, FIELD))?
+        };
         let month_total_mb = check_month_total(mb).map_err(|e| {
             self.http
                 .fault(AnswerFault::BadValue, format!("{call}: {e}"))

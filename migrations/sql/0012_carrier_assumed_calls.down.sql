@@ -1,0 +1,1 @@
+ALTER TABLE tb_carrier DROP COLUMN IF EXISTS assumed_calls;
