@@ -38,6 +38,7 @@ fn every_script_is_embedded_and_checked() -> anyhow::Result<()> {
             "dequeue.lua",
             "gcra.lua",
             "gcra_booked.lua",
+            "gcra_throttled.lua",
             "semaphore_acquire.lua",
             "semaphore_count.lua",
             "take_due.lua"
