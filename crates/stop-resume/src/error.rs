@@ -10,7 +10,8 @@ use std::time::Duration;
 pub const CHANGE_LOCK_DEFAULT: Duration = Duration::from_secs(300);
 
 /// Why an evaluation or operator action did not complete. In every case the card is left as it
-/// was in the database; the caller reschedules the card at the retry interval.
+/// was in the database; the caller reschedules the card at the retry interval, or when
+/// [`next_attempt_in`](Self::next_attempt_in) says.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StopResumeError {

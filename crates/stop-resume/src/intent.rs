@@ -29,6 +29,9 @@ impl StopResumeService {
     /// the carrier call within `call_deadline`, then the row `ok` with the card in one
     /// transaction, or `failed` (the card unchanged). Killed anywhere in between, the row
     /// stays `pending` until the next evaluation after the stale bound makes it `interrupted`.
+    /// A refusal not understood is followed by a status read (the card already as wanted: `ok`,
+    /// noted `already_at_carrier`); such refusals in a row back the change off (`BackedOff`,
+    /// before the intent is written, operators excepted).
     pub(crate) async fn carry_out(
         &self,
         card: &Card,
