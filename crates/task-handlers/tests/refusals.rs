@@ -21,6 +21,7 @@ use gateway::CallKind;
 use gateway_sim::{Script, ScriptStep, SimCardPatch};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
+use stop_resume::StopResumeError;
 use task_handlers::Outcome;
 
 fn patch(w: &World, card: CardId, patch: SimCardPatch) {
@@ -153,6 +154,19 @@ async fn a_stop_refused_three_times_with_answers_not_understood_is_backed_off_an
         NetworkStatus::Online,
         "the carrier still has it online"
     );
+
+    // An operator is never held back: the stop is asked (and refused) once more.
+    let err = w
+        .deps
+        .stop_resume
+        .stop_by_operator(card)
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err, StopResumeError::Gateway { call: "stop", .. }),
+        "{err:?}"
+    );
+    assert_eq!(w.calls(card), (4, 0));
 }
 
 #[tokio::test]
