@@ -81,8 +81,28 @@ async fn a_refused_stop_of_a_card_the_carrier_already_stopped_is_recorded_once_a
     );
     refuse_stops(&w, 10);
 
+    // 1NCE answers the status on its SIM call, which the sim counts as `realname` (the usage
+    // poll makes none).
+    let reads = || {
+        w.sim
+            .state()
+            .stats()
+            .by_call
+            .get("realname")
+            .copied()
+            .unwrap_or(0)
+    };
+    // The adapter's token is fetched on its first call (also counted as `realname`): fetched
+    // before counting.
+    w.deps
+        .gateway
+        .usage(domain::CarrierId(1), &iccid(card.get()))
+        .await
+        .expect("usage answers");
+    let before = reads();
     assert_eq!(w.handle(TaskType::Carddata, card).await, Outcome::Success);
     assert_eq!(w.calls(card), (1, 0), "one stop call");
+    assert_eq!(reads() - before, 1, "one status read");
     let c = w.db_card(card).await;
     assert_eq!(
         (c.facts.network_status, c.stop_reason),
