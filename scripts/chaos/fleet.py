@@ -191,19 +191,25 @@ class World:
         gave up with the call in flight: it may or may not have reached the carrier) after.
         The carrier applies at most one change per row that made a call, so:
         duplicate: stops or starts the carrier applied beyond the card's `ok` + `interrupted`
-        rows; unrecorded: `ok` rows the carrier never applied; mismatch: cards whose network
+        rows; unrecorded: `ok` rows the carrier never applied (a row noted
+        `:already_at_carrier` applied nothing: the carrier refused, its status read showed the
+        change made; such rows count on neither side); mismatch: cards whose network
         status differs between database and carrier (taken with the workers stopped, after
         the intents in flight were settled); pending: `pending` rows left (none once settled)."""
         rows = self.ctx.pg.sql(self.db, """
             SELECT c.iccid, c.network_status,
                    count(l.id) FILTER (WHERE l.gateway_outcome IN ('ok', 'interrupted')
-                                       AND l.to_status = 0),
+                                       AND l.to_status = 0 AND NOT l.already),
                    count(l.id) FILTER (WHERE l.gateway_outcome IN ('ok', 'interrupted')
-                                       AND l.to_status = 1),
-                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 0),
-                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 1),
+                                       AND l.to_status = 1 AND NOT l.already),
+                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 0
+                                       AND NOT l.already),
+                   count(l.id) FILTER (WHERE l.gateway_outcome = 'ok' AND l.to_status = 1
+                                       AND NOT l.already),
                    count(l.id) FILTER (WHERE l.gateway_outcome = 'pending')
-            FROM tb_iot_card c LEFT JOIN tb_card_state_log l ON l.iot_card_id = c.id
+            FROM tb_iot_card c
+            LEFT JOIN (SELECT *, trigger LIKE '%:already_at_carrier' AS already
+                       FROM tb_card_state_log) l ON l.iot_card_id = c.id
             GROUP BY c.id, c.iccid, c.network_status""")
         dup = unrec = mismatch = stops = starts = pending = interrupted = 0
         examples = []

@@ -224,6 +224,20 @@ pub trait CardStore: Send + Sync {
     /// `pending` changes, the card is left alone. Says whether the row changed and, when the
     /// card followed it, returns the card as written.
     async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<IntentClose>;
+    /// [`close_intent`](Self::close_intent) that also says, in the row's `trigger`
+    /// (`{trigger}:{note}`, cut at the column's 64 characters), how the outcome was learnt:
+    /// `already_at_carrier` (the carrier refused the change and a status read showed the card
+    /// already as wanted), `refused` (a refusal the adapter did not understand, the card not as
+    /// wanted). The default ignores the note.
+    async fn close_intent_noted(
+        &self,
+        row: i64,
+        outcome: GatewayOutcome,
+        note: &'static str,
+    ) -> StoreResult<IntentClose> {
+        let _ = note;
+        self.close_intent(row, outcome).await
+    }
     /// Intents of the card whose holder is gone: every `pending` row older than `older_than`
     /// (by the database's clock) becomes `interrupted`. Returns how many.
     async fn interrupt_stale_intents(

@@ -3,9 +3,15 @@
 use domain::{CardId, NetworkStatus, StoreError};
 use gateway::GatewayError;
 use polling_queue::QueueError;
+use std::time::Duration;
+
+/// When a change refused under the carrier's change lock (`GatewayError::ChangeLocked`) is
+/// tried again if the adapter did not say how long the lock holds.
+pub const CHANGE_LOCK_DEFAULT: Duration = Duration::from_secs(300);
 
 /// Why an evaluation or operator action did not complete. In every case the card is left as it
-/// was in the database; the caller reschedules the card at the retry interval.
+/// was in the database; the caller reschedules the card at the retry interval, or when
+/// [`next_attempt_in`](Self::next_attempt_in) says.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StopResumeError {
@@ -39,8 +45,37 @@ pub enum StopResumeError {
         call: &'static str,
         after: std::time::Duration,
     },
+    /// The carrier refused this change of the card with answers not understood
+    /// [`REFUSALS_BEFORE_BACKOFF`](crate::REFUSALS_BEFORE_BACKOFF) times in a row (the card's
+    /// `failed` state-log rows noted `refused`): it is not asked again before `retry_in` has passed.
+    #[error(
+        "gateway {call} of card {card_id} refused {refusals} times in a row; not asked again for {retry_in:?}"
+    )]
+    BackedOff {
+        card_id: CardId,
+        call: &'static str,
+        refusals: usize,
+        /// What is left of the back-off.
+        retry_in: Duration,
+    },
     #[error("store: {0}")]
     Store(#[from] StoreError),
     #[error("redis: {0}")]
     Redis(#[from] QueueError),
+}
+
+impl StopResumeError {
+    /// When the caller should decide about the card again, if not at its retry interval: after
+    /// the carrier's change lock (its window, else [`CHANGE_LOCK_DEFAULT`]), or once a
+    /// back-off of refused changes ends. `None`: the retry interval.
+    pub fn next_attempt_in(&self) -> Option<Duration> {
+        match self {
+            StopResumeError::Gateway {
+                source: GatewayError::ChangeLocked { retry_after, .. },
+                ..
+            } => Some(retry_after.unwrap_or(CHANGE_LOCK_DEFAULT)),
+            StopResumeError::BackedOff { retry_in, .. } => Some(*retry_in),
+            _ => None,
+        }
+    }
 }

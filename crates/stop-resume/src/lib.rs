@@ -44,7 +44,8 @@ pub use decision::{
 };
 pub use decisive::{NEAR_LIMIT_LEFT, UsageReading, decisive_poll};
 pub use device::DeviceCardOutcome;
-pub use error::StopResumeError;
+pub use error::{CHANGE_LOCK_DEFAULT, StopResumeError};
+pub use intent::{REFUSAL_BACKOFF, REFUSALS_BEFORE_BACKOFF};
 pub use protect::{ProtectChecked, protect_decision};
 pub use service::{Evaluated, StopResumeService};
 pub use settings::StopResumeSettings;

@@ -89,7 +89,8 @@ impl StopResumeService {
     /// The one entry point of `docs/rules.md` ("Stop / resume"): under the card's lock, reads the
     /// card, its covering packages and its device's protect state, applies the decision table
     /// and carries it out. Returns what was done and why; on error the card is unchanged in the
-    /// database and the caller reschedules it at the retry interval.
+    /// database and the caller reschedules it at the retry interval (or after a change lock or a
+    /// back-off: [`StopResumeError::next_attempt_in`]).
     pub async fn evaluate_and_act(
         &self,
         card_id: CardId,

@@ -5,10 +5,10 @@
 //! card's lock.
 
 use chrono::{TimeZone, Utc};
-use domain::store::{IntentClose, MockCardStore, MockPackageStore, StateWrite};
+use domain::store::{IntentClose, MockCardStore, MockPackageStore, Paged, StateWrite};
 use domain::{
-    Card, CardCategory, CardId, CarrierId, GatewayOutcome, ManualClock, MonthCounters,
-    NetworkStatus, NewCard, RealNameStatus, StopReason,
+    Card, CardCategory, CardId, CardStateLog, CarrierId, GatewayOutcome, ManualClock,
+    MonthCounters, NetworkStatus, NewCard, RealNameStatus, StopReason,
 };
 use gateway::{GatewayError, MockCarrierGateway};
 use polling_queue::{CardLock, Keys, ProtectKeys};
@@ -64,7 +64,18 @@ fn cards(card: Option<Card>, intents: usize, closed: GatewayOutcome) -> MockCard
         .withf(move |row, outcome| *row == ROW && *outcome == closed)
         .returning(|_, _| Ok(IntentClose::Closed));
     m.expect_record_state_change().times(0);
+    m.expect_state_log().returning(|_, _| Ok(no_rows()));
     m
+}
+
+/// A state log without rows: no refusal in a row, nothing backed off.
+fn no_rows() -> Paged<CardStateLog> {
+    Paged {
+        items: Vec::new(),
+        total: 0,
+        page: 1,
+        page_size: 3,
+    }
 }
 
 /// No package at all: a verified, online card must stop for `no_package`.
@@ -141,23 +152,33 @@ async fn carrier_refusal_closes_the_intent_failed_and_leaves_the_card() {
 }
 
 #[tokio::test]
-async fn unexpected_answer_closes_the_intent_failed() {
+async fn unexpected_answer_reads_the_status_and_closes_the_intent_failed() {
     let redis = TestRedis::new().await.expect("redis");
     let mut gw = MockCarrierGateway::new();
     gw.expect_stop()
         .times(1)
         .returning(|_, _| Ok(NetworkStatus::Online));
-    let (svc, _) = service(
-        &redis,
-        cards(
-            Some(card(NetworkStatus::Online, None)),
-            1,
-            GatewayOutcome::Failed,
-        ),
-        gw,
-        Duration::ZERO,
-    )
-    .await;
+    // The refusal is not understood: the carrier's status says the card is still online.
+    gw.expect_network_status()
+        .times(1)
+        .returning(|_, _| Ok(NetworkStatus::Online));
+    let mut cs = MockCardStore::new();
+    cs.expect_get()
+        .returning(|_| Ok(Some(card(NetworkStatus::Online, None))));
+    cs.expect_interrupt_stale_intents().returning(|_, _| Ok(0));
+    cs.expect_state_log().returning(|_, _| Ok(no_rows()));
+    cs.expect_append_state_if()
+        .times(1)
+        .returning(|_, _| Ok(StateWrite::Written(ROW)));
+    cs.expect_close_intent().times(0);
+    cs.expect_close_intent_noted()
+        .times(1)
+        .withf(|row, outcome, note| {
+            *row == ROW && *outcome == GatewayOutcome::Failed && note == "refused"
+        })
+        .returning(|_, _, _| Ok(IntentClose::Closed));
+    cs.expect_record_state_change().times(0);
+    let (svc, _) = service(&redis, cs, gw, Duration::ZERO).await;
     let err = svc
         .evaluate_and_act(ID, Trigger::Carddata)
         .await
@@ -260,6 +281,7 @@ async fn an_intent_in_flight_in_the_database_means_busy_and_no_call() {
     cs.expect_get()
         .returning(|_| Ok(Some(card(NetworkStatus::Online, None))));
     cs.expect_interrupt_stale_intents().returning(|_, _| Ok(0));
+    cs.expect_state_log().returning(|_, _| Ok(no_rows()));
     cs.expect_append_state_if()
         .times(1)
         .returning(|_, _| Ok(StateWrite::InFlight));

@@ -294,7 +294,16 @@ impl CardStore for PgCardStore {
     }
 
     async fn close_intent(&self, row: i64, outcome: GatewayOutcome) -> StoreResult<IntentClose> {
-        crate::intent::close_intent(&self.db, row, outcome).await
+        crate::intent::close_intent(&self.db, row, outcome, "").await
+    }
+
+    async fn close_intent_noted(
+        &self,
+        row: i64,
+        outcome: GatewayOutcome,
+        note: &'static str,
+    ) -> StoreResult<IntentClose> {
+        crate::intent::close_intent(&self.db, row, outcome, note).await
     }
 
     async fn interrupt_stale_intents(

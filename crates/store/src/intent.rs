@@ -42,7 +42,8 @@ const CARD_OF_ROW: &str = "SELECT iot_card_id FROM tb_card_state_log WHERE id = 
 const LOCK_CARD_ANY: &str = "SELECT id FROM tb_iot_card WHERE id = $1 FOR UPDATE";
 
 const SET_OUTCOME: &str = r#"
-UPDATE tb_card_state_log SET gateway_outcome = $2
+UPDATE tb_card_state_log SET gateway_outcome = $2,
+    trigger = CASE WHEN $4 = '' THEN trigger ELSE left(trigger || ':' || $4, 64) END
 WHERE id = $1 AND gateway_outcome = ANY($3)
 RETURNING iot_card_id, to_status, stop_reason
 "#;
@@ -144,6 +145,7 @@ pub(crate) async fn close_intent(
     db: &DatabaseConnection,
     row: i64,
     outcome: GatewayOutcome,
+    note: &str,
 ) -> StoreResult<IntentClose> {
     let from: Vec<String> = match outcome {
         GatewayOutcome::Ok => vec!["pending".to_owned(), "interrupted".to_owned()],
@@ -169,7 +171,12 @@ pub(crate) async fn close_intent(
     let Some(set) = txn
         .query_one_raw(stmt(
             SET_OUTCOME,
-            [row.into(), outcome.as_str().into(), from.into()],
+            [
+                row.into(),
+                outcome.as_str().into(),
+                from.into(),
+                note.to_owned().into(),
+            ],
         ))
         .await
         .map_err(db_err)?

@@ -1,7 +1,9 @@
 //! The one poll flow every handler runs ([`PollingBase::run`]): slot, card, poll, reschedule.
 //!
 //! Whatever happens, the card leaves the flow rescheduled (invariant 3): at `now + matched
-//! interval` after a poll, at `now + retry interval` after an error, at `now` when the
+//! interval` after a poll, at `now + retry interval` after an error (a stop or start refused
+//! under the carrier's change lock: after the lock's window; one backed off after refusals not
+//! understood: after the back-off, `StopResumeError::next_attempt_in`), at `now` when the
 //! cluster-wide pool of its type is full or the carrier budget had no slot for its query
 //! (no request was made: the card only lost its turn, and the dispatch loop's budget gate
 //! makes this rare). Only a card that should not be polled leaves its
@@ -175,6 +177,12 @@ impl PollingBase {
         card_id: CardId,
         result: Result<Ended, HandlerError>,
     ) -> Outcome {
+        // A stop or start the carrier refused under its change lock, or backed off after
+        // refusals not understood: the card comes back when that ends, not at the retry interval.
+        let next_attempt = match &result {
+            Err(HandlerError::StopResume(e)) => e.next_attempt_in(),
+            _ => None,
+        };
         let (delay, outcome, decisive) = match result {
             Ok(Ended::Polled(Polled {
                 card,
@@ -225,6 +233,12 @@ impl PollingBase {
                 debug!(card_id = %card_id, task = %task,
                     "no gateway budget slot within the wait bound; card requeued for now");
                 (Duration::ZERO, Outcome::RequeuedFull, false)
+            }
+            Err(error) if next_attempt.is_some() => {
+                let delay = next_attempt.unwrap_or(self.settings.retry_interval);
+                debug!(card_id = %card_id, task = %task, %error, delay_secs = delay.as_secs(),
+                    "the carrier refused the change for a while; card rescheduled after it");
+                (delay, Outcome::Failure, false)
             }
             Err(error) => {
                 // Gateway query failures are logged by the handler with its own wording.

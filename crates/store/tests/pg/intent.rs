@@ -319,3 +319,46 @@ async fn a_stale_intent_becomes_interrupted_and_a_late_yes_still_counts() -> any
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_noted_close_says_how_the_outcome_was_learnt_in_the_trigger() -> anyhow::Result<()> {
+    let (_db, s) = setup().await?;
+    let card = s.cards.insert(&new_card("8986000000000000131")).await?;
+
+    let row = written(
+        s.cards
+            .append_state_if(&stop(card.id, GatewayOutcome::Pending), None)
+            .await?,
+    )?;
+    s.cards
+        .close_intent_noted(row, GatewayOutcome::Failed, "refused")
+        .await?;
+    let row = written(
+        s.cards
+            .append_state_if(&stop(card.id, GatewayOutcome::Pending), None)
+            .await?,
+    )?;
+    let closed = s
+        .cards
+        .close_intent_noted(row, GatewayOutcome::Ok, "already_at_carrier")
+        .await?;
+    assert!(
+        matches!(&closed, IntentClose::Followed(c) if c.facts.network_status == NetworkStatus::Stopped),
+        "the card follows a noted yes: {closed:?}"
+    );
+
+    let mut log = s.cards.state_log(card.id, Page::new(1, 50)).await?.items;
+    log.reverse();
+    let got: Vec<(GatewayOutcome, &str)> = log
+        .iter()
+        .map(|l| (l.entry.gateway_outcome, l.entry.trigger.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (GatewayOutcome::Failed, "carddata:refused"),
+            (GatewayOutcome::Ok, "carddata:already_at_carrier"),
+        ]
+    );
+    Ok(())
+}
