@@ -183,8 +183,12 @@ fn answered_and_refused(sim: &gateway_sim::SimHandle) -> (u64, u64) {
     (stats.requests, refused)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_budget_equal_to_the_platforms_limit_is_refused_at_most_one_call_in_a_hundred() {
+/// Two clients sharing a Redis budget of `budget` calls/s for carrier 1, against a sim that
+/// takes `quota` a second.
+async fn at_quota(
+    quota: u64,
+    budget: u32,
+) -> (Pool, Keys, gateway_sim::SimHandle, [HttpGateway; 2]) {
     let (pool, keys) = redis().await;
     let limiter: Arc<dyn domain::RateLimiter> =
         Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
@@ -192,18 +196,24 @@ async fn a_budget_equal_to_the_platforms_limit_is_refused_at_most_one_call_in_a_
     register(&sim, &["1"]);
     sim.state()
         .set_faults(gateway_sim::FaultsPatch {
-            quota_per_sec: Some(20),
+            quota_per_sec: Some(quota),
             ..gateway_sim::FaultsPatch::default()
         })
         .unwrap();
     let cfg = GatewayConfig {
-        rate_limit_per_sec: 20,
+        rate_limit_per_sec: budget,
         ..config(&sim)
     };
     let clients = [
         HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
         HttpGateway::new(cfg, Some(limiter)).unwrap(),
     ];
+    (pool, keys, sim, clients)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_equal_to_the_platforms_limit_is_refused_at_most_one_call_in_a_hundred() {
+    let (pool, keys, sim, clients) = at_quota(20, 20).await;
     let until = Instant::now() + Duration::from_secs(6);
     let ok = total(hammer(&clients, CarrierId(1), 4, until)).await;
     let (answered, refused) = answered_and_refused(&sim);
@@ -221,26 +231,8 @@ async fn a_budget_equal_to_the_platforms_limit_is_refused_at_most_one_call_in_a_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_platform_stricter_than_the_budget_slows_the_budget_down_for_every_client() {
-    let (pool, keys) = redis().await;
-    let limiter: Arc<dyn domain::RateLimiter> =
-        Arc::new(RedisRateLimiter::new(pool.clone(), keys.clone()));
-    let sim = sim().await;
-    register(&sim, &["1"]);
     // The platform takes 10 a second; the budget says 30.
-    sim.state()
-        .set_faults(gateway_sim::FaultsPatch {
-            quota_per_sec: Some(10),
-            ..gateway_sim::FaultsPatch::default()
-        })
-        .unwrap();
-    let cfg = GatewayConfig {
-        rate_limit_per_sec: 30,
-        ..config(&sim)
-    };
-    let clients = [
-        HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
-        HttpGateway::new(cfg, Some(limiter)).unwrap(),
-    ];
+    let (pool, keys, sim, clients) = at_quota(10, 30).await;
     let started = Instant::now();
     let callers = hammer(&clients, CarrierId(1), 4, started + Duration::from_secs(8));
     // The first refusals cut the rate; from the third second on it stays near the platform's.
