@@ -199,14 +199,14 @@ async fn at_quota(
             quota_per_sec: Some(quota),
             ..gateway_sim::FaultsPatch::default()
         })
-        .unwrap();
+        .expect("a valid quota");
     let cfg = GatewayConfig {
         rate_limit_per_sec: budget,
         ..config(&sim)
     };
     let clients = [
-        HttpGateway::new(cfg.clone(), Some(limiter.clone())).unwrap(),
-        HttpGateway::new(cfg, Some(limiter)).unwrap(),
+        HttpGateway::new(cfg.clone(), Some(limiter.clone())).expect("client"),
+        HttpGateway::new(cfg, Some(limiter)).expect("client"),
     ];
     (pool, keys, sim, clients)
 }
