@@ -33,6 +33,7 @@ macro_rules! str_enum {
 mod admin;
 mod admin_api;
 mod admin_stores;
+mod assumed_calls;
 mod audit;
 mod budget;
 pub mod calendar;
@@ -58,6 +59,7 @@ mod usage;
 
 pub use admin::*;
 pub use admin_api::*;
+pub use assumed_calls::{AssumedCall, AssumedCalls};
 pub use audit::*;
 pub use budget::*;
 pub use card::*;
